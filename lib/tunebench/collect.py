@@ -1,0 +1,208 @@
+"""Exhaustive sweeps on a GPU: every valid config of a kernel over a list of shapes, recorded as a dataset.
+
+Resumable: every measurement is appended to a journal (one JSON line each, flushed at once), so a killed
+run continues where it stopped; the dataset file is written atomically once every shape is complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tunebench.kernels import get_kernel
+from tunebench.measure.result import Result, Status
+from tunebench.measure.timing import TimingPolicy
+
+Shape = tuple[int, ...]
+
+
+def parse_shapes(text: str, dimensions: int) -> list[Shape]:
+    """'1x4096x4096,16x4096x4096' -> [(1, 4096, 4096), (16, 4096, 4096)], with clear errors."""
+    shapes = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            shape = tuple(int(value) for value in item.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"bad shape {item!r}: expected {dimensions} positive integers joined by 'x'") from None
+        if len(shape) != dimensions or min(shape) < 1:
+            raise ValueError(f"bad shape {item!r}: expected {dimensions} positive integers joined by 'x'")
+        shapes.append(shape)
+    if not shapes:
+        raise ValueError("no shapes given")
+    return shapes
+
+
+class Journal:
+    """An append-only JSON-lines record of a sweep; a line cut short by a kill is ignored on reading."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        records = []
+        with self.path.open() as handle:
+            for line in handle:
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # the tail of a killed write
+        return records
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        with self.path.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _result_record(kind: str, shape: Shape, result: Result) -> dict[str, Any]:
+    return {
+        "kind": kind, "shape": list(shape), "config": dict(result.config), "status": result.status.value,
+        "repeats_ms": list(result.repeats_ms), "compile_s": result.compile_s, "bench_s": result.bench_s,
+        "error": result.error,
+    }
+
+
+def build_dataset(kernel_name: str, dtype: str, records: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any]):
+    """The Dataset of a finished sweep: the last record of each (shape, config) wins."""
+    from tunebench.measure.dataset import Dataset
+
+    kernel = get_kernel(kernel_name)
+    space = kernel.config_space()
+    triton_rows: dict[tuple, dict] = {}
+    vendor_rows: dict[tuple, dict] = {}
+    for record in records:
+        if record["kind"] not in ("config", "vendor"):
+            continue
+        shape = tuple(record["shape"])
+        repeats = [float(x) for x in record["repeats_ms"]]
+        row = dict(zip(kernel.SHAPE_NAMES, shape))
+        ok = record["status"] == Status.OK.value
+        row.update(status=record["status"], latency_ms=float(np.median(repeats)) if ok else np.nan,
+                   repeats_ms=repeats, compile_s=float(record["compile_s"]), bench_s=float(record["bench_s"]),
+                   error=record["error"])
+        if record["kind"] == "vendor":
+            row["library"] = kernel.VENDOR_LIBRARY
+            vendor_rows[shape] = row
+        else:
+            row.update(record["config"])
+            triton_rows[(shape, space.key(record["config"]))] = row
+    measurements = pd.DataFrame(list(triton_rows.values()))
+    vendor = pd.DataFrame(list(vendor_rows.values()))
+    return Dataset(kernel=kernel_name, dtype=dtype, gpu=provenance["gpu_name"], shape_names=kernel.SHAPE_NAMES,
+                   parameters=space.parameters, measurements=measurements, vendor=vendor, provenance=dict(provenance))
+
+
+def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, compile_workers: int | None = None,
+          stop_after_s: float | None = None, limit_configs: int | None = None, seed: int = 0,
+          timing: TimingPolicy = TimingPolicy(), command: Sequence[str] = (),
+          make_bench: Callable[..., Any] | None = None) -> bool:
+    """Measure every valid config (or a seeded sample of `limit_configs`) on every shape; True when complete.
+
+    `make_bench` builds the measuring back end (default: `GpuBench`); tests pass a stand-in to exercise
+    resumption without a GPU.
+    """
+    from tqdm import tqdm
+
+    from tunebench.measure.dataset import save_dataset
+
+    if make_bench is None:
+        from tunebench.measure.live import GpuBench as make_bench
+
+    kernel = get_kernel(kernel_name)
+    shapes = [kernel.check_shape(shape) for shape in shapes]
+    space = kernel.config_space()
+    configs = space.enumerate()
+    if limit_configs is not None:
+        configs = space.sample(np.random.default_rng(seed), limit_configs, unique=True)
+    journal = Journal(out.with_suffix(".journal") / "journal.jsonl")
+    records = journal.read()
+    done = {(tuple(r["shape"]), space.key(r["config"]) if r["kind"] == "config" else "vendor")
+            for r in records if r["kind"] in ("config", "vendor")}
+    compile_s = {(tuple(r["specialization"]), tuple(r["key"])): r["compile_s"] for r in records if r["kind"] == "compile"}
+    # Shapes that share a compiled binary run back to back, so each binary is compiled once per sitting.
+    shapes = sorted(shapes, key=lambda shape: (kernel.specialization(shape), shape))
+    todo = {shape: [c for c in configs if (shape, space.key(c)) not in done] for shape in shapes}
+    remaining = sum(len(v) for v in todo.values()) + sum((shape, "vendor") not in done for shape in shapes)
+    print(f"{kernel_name} {dtype}: {len(configs)} configs x {len(shapes)} shapes; "
+          f"{len(done)} measured before, {remaining} to go; journal {journal.path}", flush=True)
+    start = time.monotonic()
+    complete = True
+    with make_bench(kernel_name, dtype, compile_workers=compile_workers, timing=timing, seed=seed,
+                    known_compile_s=compile_s, on_compile=lambda special, key, seconds: journal.append(
+                        {"kind": "compile", "specialization": list(special), "key": list(key),
+                         "compile_s": seconds})) as bench:
+        provenance = next((r["provenance"] for r in records if r["kind"] == "provenance"), None)
+        if provenance is None:
+            provenance = bench.provenance(command)
+            journal.append({"kind": "provenance", "provenance": provenance})
+        with tqdm(total=remaining, unit="config", smoothing=0.05, mininterval=5.0, file=sys.stdout) as progress:
+            for shape in shapes:
+                if stop_after_s is not None and time.monotonic() - start > stop_after_s:
+                    complete = False
+                    break
+                if (shape, "vendor") not in done:
+                    journal.append(_result_record("vendor", shape, bench.measure_vendor(shape)))
+                    progress.update(1)
+                progress.set_postfix_str("x".join(map(str, shape)))
+
+                deadline = None if stop_after_s is None else start + stop_after_s
+                measured = 0
+                for _, result in bench.measure_iter(todo[shape], shape, deadline=deadline):
+                    journal.append(_result_record("config", shape, result))
+                    progress.update(1)
+                    measured += 1
+                if measured < len(todo[shape]):
+                    complete = False
+                    break
+    if not complete:
+        print(f"stopped after {time.monotonic() - start:.0f} s as asked; run the same command again to continue",
+              flush=True)
+        return False
+    dataset = build_dataset(kernel_name, dtype, journal.read(), provenance)
+    save_dataset(dataset, out)
+    print(f"wrote {out} ({len(dataset.measurements)} measurements, {len(shapes)} shapes) "
+          f"in {time.monotonic() - start:.0f} s", flush=True)
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tunebench.collect", description=__doc__.splitlines()[0])
+    parser.add_argument("--kernel", default="matmul")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--shapes", required=True,
+                        help="comma-separated, e.g. 1x4096x4096,16x14336x4096, or 'default': the kernel's DATASET_SHAPES")
+    parser.add_argument("--out", type=Path, required=True, help="dataset parquet file to write when complete")
+    parser.add_argument("--compile-workers", type=int, default=None, help="default: CPU cores - 1")
+    parser.add_argument("--stop-after-s", type=float, default=None, help="stop cleanly after this many seconds")
+    parser.add_argument("--limit-configs", type=int, default=None, help="a seeded sample instead of every config")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    kernel = get_kernel(args.kernel)
+    if args.dtype not in kernel.DTYPES:
+        parser.error(f"unknown dtype {args.dtype!r} for {args.kernel}; allowed: {', '.join(kernel.DTYPES)}")
+    try:
+        shapes = (list(kernel.DATASET_SHAPES) if args.shapes == "default"
+                  else parse_shapes(args.shapes, len(kernel.SHAPE_NAMES)))
+    except ValueError as error:
+        parser.error(str(error))
+    command = ["python", "-m", "tunebench.collect", *(argv if argv is not None else sys.argv[1:])]
+    complete = sweep(args.kernel, args.dtype, shapes, args.out, compile_workers=args.compile_workers,
+                     stop_after_s=args.stop_after_s, limit_configs=args.limit_configs, seed=args.seed,
+                     command=command)
+    return 0 if complete else 3
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

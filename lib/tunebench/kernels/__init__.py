@@ -1,0 +1,23 @@
+"""Kernel families: one module each with its Triton source, config space, inputs, reference and cost model.
+
+`get_kernel(name)` returns a family's module; every family module provides the names in `KERNEL_INTERFACE`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+KERNELS = ("matmul",)
+KERNEL_INTERFACE = (
+    "NAME", "SHAPE_NAMES", "DTYPES", "VENDOR_LIBRARY", "TOLERANCE",
+    "config_space", "make_inputs", "reference", "relative_error", "run", "run_vendor",
+    "compile_only", "specialization", "check_shape", "flops", "bytes_moved", "DATASET_SHAPES",
+)
+
+
+def get_kernel(name: str) -> ModuleType:
+    """The module of kernel family `name`; a clear error lists the known families."""
+    if name not in KERNELS:
+        raise ValueError(f"unknown kernel {name!r}; known kernels: {', '.join(KERNELS)}")
+    return importlib.import_module(f"tunebench.kernels.{name}")

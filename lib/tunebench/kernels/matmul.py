@@ -1,0 +1,286 @@
+"""Tunable Triton GEMM, C = A @ B for row-major bf16/fp16 A (M x K) and B (K x N), fp32 accumulation.
+
+Reads top to bottom: kernel, config space and its resource model, inputs and reference, wrappers, cost model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import torch
+import triton
+import triton.language as tl
+
+from tunebench.space import Constraint, IntRange, Ordinal, PowerOfTwo, Space
+
+NAME = "matmul"
+SHAPE_NAMES = ("M", "N", "K")
+DTYPES = ("bfloat16", "float16")
+VENDOR_LIBRARY = "torch.matmul (cuBLAS)"
+# The recorded dataset's shapes. N and K come from real models: 4096 and 14336 (Llama-3-8B hidden and MLP),
+# 11008 (Llama-2-7B MLP), 5120 (Llama-2-13B hidden). M spans decode (1 to 32 tokens) to prefill and
+# training batches (up to 8192); the last two are not multiples of 16 (padded-to-8 sizes).
+DATASET_SHAPES = (
+    (1, 4096, 4096), (1, 14336, 4096), (8, 4096, 14336), (16, 5120, 5120), (32, 11008, 4096), (32, 4096, 11008),
+    (64, 14336, 4096), (128, 4096, 4096), (256, 14336, 4096), (512, 4096, 14336), (1024, 5120, 5120),
+    (2048, 4096, 4096), (4096, 4096, 4096), (4096, 11008, 4096), (8192, 4096, 4096),
+    (1000, 5000, 3000), (200, 3000, 5000),
+)
+# Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
+# 8-bit (bf16) or 11-bit (fp16) mantissa gives about 2e-3 and 3e-4; reordered split-K sums add a little.
+TOLERANCE = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 1e-4}
+
+
+# M is the batch-like dimension: leaving it unspecialized lets every M share one compiled binary
+# (Triton would otherwise compile separate variants for M == 1 and M % 16 == 0); N, K and the
+# strides stay specialized because their divisibility decides whether loads are vectorized.
+@triton.jit(do_not_specialize=["M"])
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    # Grouped ordering: GROUP_M row-blocks share the same B column-blocks while they sit in L2.
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    # Wrapping the row and column indices keeps loads in bounds without masks; the store is masked.
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_M), BLOCK_M)
+    offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BLOCK_N), BLOCK_N)
+    offs_k = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K * SPLIT_K)):
+        k_remaining = K - k * BLOCK_K * SPLIT_K
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_remaining, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_remaining, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * SPLIT_K * stride_ak
+        b_ptrs += BLOCK_K * SPLIT_K * stride_bk
+
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    if SPLIT_K == 1:
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+    else:
+        # Split-K partial sums meet in an fp32 workspace; the wrapper zeroes it and casts it.
+        tl.atomic_add(c_ptrs, acc, mask=c_mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# Config space and the resource model that prunes it
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """What a config may use on one streaming multiprocessor."""
+
+    shared_memory_bytes: int = 232_448  # opt-in maximum per block on H100 and H200 (227 KiB)
+    accumulator_registers_per_thread: int = 128  # of 255: the rest holds operands and addresses
+    min_accumulator_elements_per_thread: int = 4  # fewer leaves most of a warp's lanes idle
+
+
+HOPPER = DeviceLimits()
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """A config's footprint under the resource model."""
+
+    shared_memory_bytes: int
+    accumulator_elements_per_thread: float
+
+
+def resource_usage(config: Mapping[str, Any], element_bytes: int = 2) -> ResourceUsage:
+    """Shared memory of the software pipeline and fp32 accumulator elements per thread."""
+    tile_bytes = (config["BLOCK_M"] * config["BLOCK_K"] + config["BLOCK_K"] * config["BLOCK_N"]) * element_bytes
+    threads = 32 * config["num_warps"]
+    return ResourceUsage(
+        shared_memory_bytes=config["num_stages"] * tile_bytes,
+        accumulator_elements_per_thread=config["BLOCK_M"] * config["BLOCK_N"] / threads,
+    )
+
+
+def config_space(limits: DeviceLimits = HOPPER) -> Space:
+    """The GEMM config space, pruned by the resource model for `limits` (2-byte inputs)."""
+    parameters = [
+        PowerOfTwo("BLOCK_M", 16, 256),
+        PowerOfTwo("BLOCK_N", 32, 256),
+        PowerOfTwo("BLOCK_K", 32, 128),
+        Ordinal("GROUP_M", (1, 8)),  # 1: row-major launch order; 8: grouped for L2 reuse
+        PowerOfTwo("SPLIT_K", 1, 8),
+        PowerOfTwo("num_warps", 4, 8),
+        IntRange("num_stages", 2, 4),
+    ]
+    constraints = [
+        Constraint(
+            "shared_memory",
+            lambda c: resource_usage(c).shared_memory_bytes <= limits.shared_memory_bytes,
+            f"num_stages x (BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N) x 2 bytes <= {limits.shared_memory_bytes}",
+        ),
+        Constraint(
+            "accumulator_registers",
+            lambda c: resource_usage(c).accumulator_elements_per_thread <= limits.accumulator_registers_per_thread,
+            f"BLOCK_M*BLOCK_N / (32*num_warps) <= {limits.accumulator_registers_per_thread} fp32 registers",
+        ),
+        Constraint(
+            "warps_for_tile",
+            lambda c: resource_usage(c).accumulator_elements_per_thread >= limits.min_accumulator_elements_per_thread,
+            f"BLOCK_M*BLOCK_N / (32*num_warps) >= {limits.min_accumulator_elements_per_thread}",
+        ),
+    ]
+    return Space(parameters, constraints, name=NAME)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs and reference
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class MatmulInputs:
+    """Operands, the output and the split-K workspace of one problem, allocated once."""
+
+    a: torch.Tensor
+    b: torch.Tensor
+    out: torch.Tensor
+    workspace: torch.Tensor  # fp32 M x N, used only when SPLIT_K > 1
+
+
+def check_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """Validate an (M, N, K) shape and return it as plain ints."""
+    if len(shape) != 3:
+        raise ValueError(f"matmul shape must be (M, N, K), got {shape!r}")
+    for name, value in zip(SHAPE_NAMES, shape):
+        if not isinstance(value, (int,)) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"matmul shape {name}={value!r} must be a positive int")
+    return int(shape[0]), int(shape[1]), int(shape[2])
+
+
+def torch_dtype(dtype: str) -> torch.dtype:
+    if dtype not in TOLERANCE:
+        raise ValueError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
+    return getattr(torch, dtype)
+
+
+def make_inputs(shape: tuple[int, ...], dtype: str, device: str | torch.device = "cuda", seed: int = 0) -> MatmulInputs:
+    """Random normal operands (never zeros: they hide unwritten outputs and run unrealistically fast).
+
+    B is scaled by 1/sqrt(K) so outputs stay near unit scale at every K.
+    """
+    m, n, k = check_shape(shape)
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    element = torch_dtype(dtype)
+    a = torch.randn((m, k), generator=generator).to(device=device, dtype=element)
+    b = (torch.randn((k, n), generator=generator) / math.sqrt(k)).to(device=device, dtype=element)
+    out = torch.empty((m, n), device=device, dtype=element)
+    workspace = torch.empty((m, n), device=device, dtype=torch.float32)
+    return MatmulInputs(a, b, out, workspace)
+
+
+def reference(inputs: MatmulInputs) -> torch.Tensor:
+    """The product in fp32 arithmetic on upcast operands."""
+    return torch.matmul(inputs.a.float(), inputs.b.float())
+
+
+def relative_error(output: torch.Tensor, expected: torch.Tensor) -> float:
+    """||output - expected|| / ||expected|| in fp64; NaN or inf anywhere gives inf."""
+    output = output.double()
+    expected = expected.double()
+    if not bool(torch.isfinite(output).all()):
+        return math.inf
+    return float(torch.linalg.vector_norm(output - expected) / torch.linalg.vector_norm(expected))
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrappers
+# ---------------------------------------------------------------------------------------------
+
+def grid(config: Mapping[str, Any], shape: tuple[int, int, int]) -> tuple[int, int]:
+    m, n, _ = shape
+    return triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]), config["SPLIT_K"]
+
+
+def _launch_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "BLOCK_M": config["BLOCK_M"], "BLOCK_N": config["BLOCK_N"], "BLOCK_K": config["BLOCK_K"],
+        "GROUP_M": config["GROUP_M"], "SPLIT_K": config["SPLIT_K"],
+        "num_warps": config["num_warps"], "num_stages": config["num_stages"],
+    }
+
+
+def run(config: Mapping[str, Any], inputs: MatmulInputs) -> torch.Tensor:
+    """Compute inputs.a @ inputs.b into inputs.out with one config; split-K zeroes and casts its workspace."""
+    a, b, out = inputs.a, inputs.b, inputs.out
+    m, k = a.shape
+    n = b.shape[1]
+    target = out if config["SPLIT_K"] == 1 else inputs.workspace
+    if config["SPLIT_K"] > 1:
+        target.zero_()
+    matmul_kernel[grid(config, (m, n, k))](
+        a, b, target, m, n, k,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(1), target.stride(0), target.stride(1),
+        **_launch_arguments(config),
+    )
+    if config["SPLIT_K"] > 1:
+        out.copy_(target)
+    return out
+
+
+def run_vendor(inputs: MatmulInputs) -> torch.Tensor:
+    """The vendor library's answer to the same problem (cuBLAS on NVIDIA GPUs)."""
+    return torch.matmul(inputs.a, inputs.b, out=inputs.out)
+
+
+def compile_only(config: Mapping[str, Any], shape: tuple[int, ...], dtype: str) -> Any:
+    """Compile the config for the shape's specialization without launching it (fills Triton's cache)."""
+    m, n, k = check_shape(shape)
+    element = torch_dtype(dtype)
+    split_k = config["SPLIT_K"]
+    out_dtype = element if split_k == 1 else torch.float32
+    return matmul_kernel.warmup(
+        element, element, out_dtype, m, n, k, k, 1, n, 1, n, 1,
+        grid=grid(config, (m, n, k)), **_launch_arguments(config),
+    )
+
+
+def specialization(shape: tuple[int, ...]) -> tuple[bool, ...]:
+    """The part of a shape that selects a distinct compiled binary: Triton specializes integer
+    arguments on == 1 and on divisibility by 16 (M is exempt, see the kernel)."""
+    _, n, k = check_shape(shape)
+    specialized = (n, k, k, n, n)  # N, K, stride_am, stride_bk, stride_cm (unit strides are the same for all)
+    return tuple(flag for value in specialized for flag in (value == 1, value % 16 == 0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Cost model
+# ---------------------------------------------------------------------------------------------
+
+def flops(shape: tuple[int, ...]) -> int:
+    """Floating-point operations of one product (a multiply and an add per term)."""
+    m, n, k = check_shape(shape)
+    return 2 * m * n * k
+
+
+def bytes_moved(shape: tuple[int, ...], dtype: str) -> int:
+    """The fewest bytes any implementation moves through device memory: A and B read once, C written once."""
+    m, n, k = check_shape(shape)
+    element = torch_dtype(dtype).itemsize
+    return element * (m * k + k * n + m * n)

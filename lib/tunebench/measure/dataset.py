@@ -1,0 +1,449 @@
+"""Recorded datasets: every measured config of one kernel x dtype x GPU model over its shapes.
+
+`save_dataset` writes one parquet file atomically; `load_dataset` reads it back and says what is wrong if it can't.
+
+File format (schema_version 1): one parquet file, one row per measurement.
+
+| column            | type                 | meaning                                                          |
+| ----------------- | -------------------- | ---------------------------------------------------------------- |
+| `source`          | string               | "triton": a config's measurement; "vendor": the vendor reference |
+| one per shape dim | int64                | the problem shape, e.g. `M`, `N`, `K`                            |
+| one per parameter | the parameter's type | the config (int64, bool or string); null in vendor rows         |
+| `status`          | string               | a `Status` value: ok, compile_error, out_of_resources, ...       |
+| `latency_ms`      | float64              | median of the repeats; NaN unless ok                             |
+| `repeats_ms`      | list<float64>        | the individual timings; empty unless ok                          |
+| `compile_s`       | float64              | seconds to compile the config                                    |
+| `bench_s`         | float64              | seconds to time it (warm-up, repeats, correctness check)         |
+| `error`           | string               | why it failed; "" when ok                                        |
+| `library`         | string               | vendor rows: the library measured, e.g. "torch.matmul (cuBLAS)"  |
+
+In vendor rows `status`, `compile_s`, `bench_s` and `error` may be null. The parquet schema metadata holds,
+under the key `tunebench`, a JSON object: `schema_version` (1), `kernel`, `dtype`, `gpu` (GPU model name),
+`shape_names`, `parameters` (each parameter's `to_spec()`, in config-space order) and `provenance` (where and
+how it was measured: GPU, driver, CUDA, torch, Triton, Python, timing method, date, command, compile workers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import numbers
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tunebench.measure.result import Status
+from tunebench.space import Space, parameter_from_spec
+
+if TYPE_CHECKING:
+    from tunebench.space import Parameter
+
+Shape = tuple[int, ...]
+
+SCHEMA_VERSION = 1
+METADATA_KEY = b"tunebench"
+MEASUREMENT_COLUMNS = ("status", "latency_ms", "repeats_ms", "compile_s", "bench_s", "error")
+VENDOR_COLUMNS = ("library", "latency_ms", "repeats_ms")
+VENDOR_OPTIONAL_COLUMNS = ("status", "compile_s", "bench_s", "error")
+SOURCES = ("triton", "vendor")
+_STATUS_VALUES = tuple(status.value for status in Status)
+_RESERVED = ("source", *MEASUREMENT_COLUMNS, "library")
+
+
+class DatasetError(ValueError):
+    """A dataset that breaks the format; the message names the bad thing and what was expected."""
+
+
+@dataclass(eq=False)
+class Dataset:
+    """The measurements of one kernel x dtype x GPU model: a row per (shape, config), and vendor rows per shape.
+
+    Construction validates and normalizes the frames (column order and dtypes, `repeats_ms` as lists of float).
+    """
+
+    kernel: str
+    dtype: str
+    gpu: str
+    shape_names: tuple[str, ...]
+    parameters: tuple[Parameter, ...]
+    measurements: pd.DataFrame
+    vendor: pd.DataFrame
+    provenance: dict[str, Any]
+    _spaces: dict[Shape | None, Space] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.shape_names = tuple(self.shape_names)
+        self.parameters = tuple(self.parameters)
+        self.parameter_names = tuple(parameter.name for parameter in self.parameters)
+        names = [*self.shape_names, *self.parameter_names]
+        duplicated = sorted({name for name in names if names.count(name) > 1})
+        if duplicated:
+            raise DatasetError(f"column names used twice among shape names and parameters: {duplicated}")
+        reserved = sorted(set(names) & set(_RESERVED))
+        if reserved:
+            raise DatasetError(f"shape or parameter names {reserved} clash with the format's own columns {_RESERVED}")
+        if not isinstance(self.provenance, dict):
+            raise DatasetError(f"provenance must be a dict, got {type(self.provenance).__name__}")
+        try:
+            json.dumps(self.provenance)
+        except (TypeError, ValueError) as error:
+            raise DatasetError(f"provenance must be JSON-able: {error}") from None
+        self.measurements = self._normalize_measurements(self.measurements)
+        self.vendor = self._normalize_vendor(self.vendor)
+
+    def __repr__(self) -> str:
+        return (f"Dataset({self.kernel!r}, {self.dtype!r}, {self.gpu!r}: {len(self.measurements)} measurements, "
+                f"{len(self.shapes())} shapes, {len(self.vendor)} vendor rows)")
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    def shapes(self) -> list[Shape]:
+        """The recorded shapes, sorted."""
+        return sorted(set(_rows(self.measurements, self.shape_names)))
+
+    def task(self, shape: Sequence[int]) -> pd.DataFrame:
+        """The measurements of one shape (a copy with a fresh index)."""
+        shape = self._check_shape(shape)
+        rows = self.measurements[self._mask(self.measurements, shape)]
+        if rows.empty:
+            raise ValueError(f"shape {shape} ({'x'.join(self.shape_names)}) is not recorded in {self.kernel} "
+                             f"{self.dtype} on {self.gpu}; recorded shapes: {self.shapes()}")
+        return rows.reset_index(drop=True)
+
+    def configs(self, shape: Sequence[int]) -> list[dict[str, Any]]:
+        """The configs recorded for one shape, in row order, with plain Python values."""
+        return [dict(zip(self.parameter_names, key)) for key in _rows(self.task(shape), self.parameter_names)]
+
+    def space(self, shape: Sequence[int] | None = None) -> Space:
+        """The config space restricted to the configs recorded for `shape` (for any shape when None)."""
+        shape = None if shape is None else self._check_shape(shape)
+        if shape not in self._spaces:
+            frame = self.measurements if shape is None else self.task(shape)
+            name = f"{self.kernel} {self.dtype} {self.gpu}"
+            if shape is not None:
+                name += f" {'x'.join(self.shape_names)}={'x'.join(map(str, shape))}"
+            keys = list(dict.fromkeys(_rows(frame, self.parameter_names)))
+            self._spaces[shape] = Space(self.parameters, name=name).restrict(keys, "recorded")
+        return self._spaces[shape]
+
+    def optimum_ms(self, shape: Sequence[int]) -> float:
+        """The best ok latency of a shape."""
+        task = self.task(shape)
+        ok = task.loc[task["status"] == Status.OK.value, "latency_ms"]
+        if ok.empty:
+            raise ValueError(f"shape {tuple(shape)} of {self.kernel} has no ok measurement")
+        return float(ok.min())
+
+    def vendor_ms(self, shape: Sequence[int]) -> float | None:
+        """The vendor library's latency for a shape; None if it was not measured or failed."""
+        rows = self.vendor[self._mask(self.vendor, self._check_shape(shape))]
+        if rows.empty or not math.isfinite(rows["latency_ms"].iloc[0]):
+            return None
+        return float(rows["latency_ms"].iloc[0])
+
+    def _check_shape(self, shape: Sequence[int]) -> Shape:
+        shape = tuple(int(size) for size in shape)
+        if len(shape) != len(self.shape_names):
+            raise ValueError(f"shape {shape} has {len(shape)} dimensions; {self.kernel} shapes have "
+                             f"{len(self.shape_names)}: {self.shape_names}")
+        return shape
+
+    def _mask(self, frame: pd.DataFrame, shape: Shape) -> pd.Series:
+        mask = pd.Series(True, index=frame.index)
+        for name, size in zip(self.shape_names, shape):
+            mask &= frame[name] == size
+        return mask
+
+    # -- validation ------------------------------------------------------------------------------
+
+    def _normalize_measurements(self, frame: pd.DataFrame) -> pd.DataFrame:
+        columns = [*self.shape_names, *self.parameter_names, *MEASUREMENT_COLUMNS]
+        frame = _select_columns(frame, columns, (), "measurements")
+        for name in self.shape_names:
+            frame[name] = _int_column(frame[name], name, "measurements")
+        frame["status"] = _status_column(frame["status"], "measurements")
+        for name in ("latency_ms", "compile_s", "bench_s"):
+            frame[name] = _float_column(frame[name], name, "measurements")
+        frame["repeats_ms"] = _repeats_column(frame["repeats_ms"], "measurements")
+        frame["error"] = frame["error"].fillna("").astype(str)
+        for parameter in self.parameters:
+            allowed = list(parameter.values)
+            outside = [value for value in frame[parameter.name].unique() if not parameter.contains(value)]
+            if outside:
+                row = frame[~frame[parameter.name].map(parameter.contains).astype(bool)].iloc[0]
+                raise DatasetError(
+                    f"measurements: parameter {parameter.name!r} has value {_plain(row[parameter.name])!r} "
+                    f"(shape {tuple(_plain(row[n]) for n in self.shape_names)}), outside its allowed values "
+                    f"{_describe_values(allowed)}")
+            if all(isinstance(value, str) for value in allowed):
+                frame[parameter.name] = frame[parameter.name].astype(str)
+        ok = frame["status"] == Status.OK.value
+        for name in ("compile_s", "bench_s"):
+            bad = ~_finite_nonnegative(frame[name])
+            if bad.any():
+                raise DatasetError(f"measurements: {name} must be a finite number of seconds >= 0, "
+                                   f"got {_plain(frame.loc[bad, name].iloc[0])!r}")
+        bad_ok = ok & ~(_finite_nonnegative(frame["latency_ms"]) & (frame["repeats_ms"].map(len) > 0))
+        if bad_ok.any():
+            raise DatasetError(f"measurements: an ok row needs a finite latency_ms and its repeats_ms; row "
+                               f"{self._describe_row(frame, bad_ok)} has latency_ms "
+                               f"{_plain(frame.loc[bad_ok, 'latency_ms'].iloc[0])!r}")
+        bad_failed = ~ok & frame["latency_ms"].notna()
+        if bad_failed.any():
+            raise DatasetError(f"measurements: a failed row carries no latency (NaN); row "
+                               f"{self._describe_row(frame, bad_failed)} has "
+                               f"{_plain(frame.loc[bad_failed, 'latency_ms'].iloc[0])!r}")
+        duplicated = frame.duplicated(subset=[*self.shape_names, *self.parameter_names])
+        if duplicated.any():
+            raise DatasetError(f"measurements: (shape, config) recorded twice: {self._describe_row(frame, duplicated)}")
+        return frame
+
+    def _normalize_vendor(self, frame: pd.DataFrame) -> pd.DataFrame:
+        frame = _select_columns(frame, [*self.shape_names, *VENDOR_COLUMNS], VENDOR_OPTIONAL_COLUMNS, "vendor")
+        for name in self.shape_names:
+            frame[name] = _int_column(frame[name], name, "vendor")
+        frame["library"] = frame["library"].astype(str)
+        frame["latency_ms"] = _float_column(frame["latency_ms"], "latency_ms", "vendor")
+        frame["repeats_ms"] = _repeats_column(frame["repeats_ms"], "vendor")
+        if "status" in frame:
+            frame["status"] = _status_column(frame["status"], "vendor")
+        for name in ("compile_s", "bench_s"):
+            if name in frame:
+                frame[name] = _float_column(frame[name], name, "vendor")
+        if "error" in frame:
+            frame["error"] = frame["error"].fillna("").astype(str)
+        duplicated = frame.duplicated(subset=list(self.shape_names))
+        if duplicated.any():
+            shape = tuple(_plain(size) for size in frame.loc[duplicated, list(self.shape_names)].iloc[0])
+            raise DatasetError(f"vendor: shape {shape} has more than one vendor row")
+        return frame
+
+    def _describe_row(self, frame: pd.DataFrame, mask: pd.Series) -> str:
+        row = frame[mask].iloc[0]
+        shape = tuple(_plain(row[name]) for name in self.shape_names)
+        return f"shape {shape} config { {name: _plain(row[name]) for name in self.parameter_names} }"
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds, so that messages and configs read plainly."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _rows(frame: pd.DataFrame, columns: Sequence[str]) -> list[tuple]:
+    """The frame's rows over `columns` as tuples of plain Python values."""
+    return list(zip(*(frame[name].tolist() for name in columns)))
+
+
+def _select_columns(frame: pd.DataFrame, required: Sequence[str], optional: Sequence[str], what: str) -> pd.DataFrame:
+    if not isinstance(frame, pd.DataFrame):
+        raise DatasetError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
+    if frame.empty and len(frame.columns) == 0:
+        return pd.DataFrame({name: pd.Series([], dtype=object) for name in required})
+    missing = [name for name in required if name not in frame.columns]
+    if missing:
+        raise DatasetError(f"{what}: missing column(s) {missing}; expected {list(required)}")
+    unexpected = [name for name in frame.columns if name not in required and name not in optional]
+    if unexpected:
+        raise DatasetError(f"{what}: unexpected column(s) {unexpected}; expected {list(required)}"
+                           + (f" and optionally {list(optional)}" if optional else ""))
+    present = [*required, *(name for name in optional if name in frame.columns)]
+    return frame.loc[:, present].reset_index(drop=True).copy()
+
+
+def _int_column(column: pd.Series, name: str, what: str) -> pd.Series:
+    numbers_ = pd.to_numeric(column, errors="coerce")
+    bad = numbers_.isna() | (numbers_ != numbers_.round())
+    if bad.any():
+        raise DatasetError(f"{what}: shape column {name!r} must hold integers, got {_plain(column[bad].iloc[0])!r}")
+    return numbers_.astype("int64")
+
+
+def _float_column(column: pd.Series, name: str, what: str) -> pd.Series:
+    converted = pd.to_numeric(column, errors="coerce").astype("float64")
+    bad = converted.isna() & column.notna()
+    if bad.any():
+        raise DatasetError(f"{what}: column {name!r} must hold numbers, got {_plain(column[bad].iloc[0])!r}")
+    return converted
+
+
+def _finite_nonnegative(column: pd.Series) -> pd.Series:
+    return pd.Series(np.isfinite(column.to_numpy()) & (column.to_numpy() >= 0), index=column.index)
+
+
+def _status_column(column: pd.Series, what: str) -> pd.Series:
+    values = column.map(lambda value: value.value if isinstance(value, Status) else value)
+    bad = ~values.isin(_STATUS_VALUES)
+    if bad.any():
+        raise DatasetError(f"{what}: unknown status {_plain(values[bad].iloc[0])!r}; "
+                           f"allowed: {', '.join(_STATUS_VALUES)}")
+    return values.astype(str)
+
+
+def _repeats_column(column: pd.Series, what: str) -> pd.Series:
+    def as_list(value: Any) -> list[float]:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return []
+        try:
+            return [float(x) for x in value]
+        except (TypeError, ValueError):
+            raise DatasetError(f"{what}: repeats_ms must hold lists of numbers, got {value!r}") from None
+
+    return column.map(as_list).astype(object)
+
+
+def _describe_values(values: Sequence[Any]) -> str:
+    return repr(values) if len(values) <= 12 else f"[{values[0]!r}, ..., {values[-1]!r}] ({len(values)} values)"
+
+
+# -- the parquet file ----------------------------------------------------------------------------
+
+def _arrow_type(parameter: Parameter) -> pa.DataType:
+    values = list(parameter.values)
+    if all(isinstance(value, (bool, np.bool_)) for value in values):
+        return pa.bool_()
+    if all(isinstance(value, numbers.Integral) and not isinstance(value, bool) for value in values):
+        return pa.int64()
+    if all(isinstance(value, str) for value in values):
+        return pa.string()
+    raise DatasetError(f"parameter {parameter.name!r}: values {_describe_values(values)} mix types; a parquet "
+                       "column holds one type (all bools, all ints or all strs)")
+
+
+def _metadata(dataset: Dataset) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION, "kernel": dataset.kernel, "dtype": dataset.dtype, "gpu": dataset.gpu,
+        "shape_names": list(dataset.shape_names), "parameters": [p.to_spec() for p in dataset.parameters],
+        "provenance": dataset.provenance,
+    }
+
+
+def _to_table(dataset: Dataset) -> pa.Table:
+    measurements, vendor = dataset.measurements, dataset.vendor
+    n_vendor = len(vendor)
+
+    def vendor_values(name: str) -> list[Any]:
+        return vendor[name].tolist() if name in vendor else [None] * n_vendor
+
+    columns: dict[str, pa.Array] = {
+        "source": pa.array(["triton"] * len(measurements) + ["vendor"] * n_vendor, pa.string()),
+    }
+    for name in dataset.shape_names:
+        columns[name] = pa.array(measurements[name].tolist() + vendor[name].tolist(), pa.int64())
+    for parameter in dataset.parameters:
+        columns[parameter.name] = pa.array(measurements[parameter.name].tolist() + [None] * n_vendor,
+                                           _arrow_type(parameter))
+    columns["status"] = pa.array(measurements["status"].tolist() + vendor_values("status"), pa.string())
+    columns["latency_ms"] = pa.array(measurements["latency_ms"].tolist() + vendor["latency_ms"].tolist(), pa.float64())
+    columns["repeats_ms"] = pa.array(measurements["repeats_ms"].tolist() + vendor["repeats_ms"].tolist(),
+                                     pa.list_(pa.float64()))
+    for name in ("compile_s", "bench_s"):
+        columns[name] = pa.array(measurements[name].tolist() + vendor_values(name), pa.float64())
+    columns["error"] = pa.array(measurements["error"].tolist() + vendor_values("error"), pa.string())
+    columns["library"] = pa.array([None] * len(measurements) + vendor["library"].tolist(), pa.string())
+    table = pa.table(columns)
+    return table.replace_schema_metadata({METADATA_KEY: json.dumps(_metadata(dataset)).encode()})
+
+
+def save_dataset(dataset: Dataset, path: str | os.PathLike[str]) -> None:
+    """Write the dataset as one parquet file, atomically: a temp file beside it, fsynced, then renamed."""
+    path = Path(path)
+    table = _to_table(dataset)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        pq.write_table(table, temp_name)
+        handle = os.open(temp_name, os.O_RDONLY)
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable where directories can be fsynced
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+
+def load_dataset(path: str | os.PathLike[str], *, kernel: str | None = None) -> Dataset:
+    """Read and validate a dataset file; with `kernel`, also check that it holds that kernel."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no dataset file at {path}")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:
+        raise DatasetError(f"{path} is not a readable parquet file: {error}") from None
+    raw = (table.schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        raise DatasetError(f"{path} is not a tunebench dataset: its parquet schema metadata has no "
+                           f"{METADATA_KEY.decode()!r} entry")
+    try:
+        meta = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise DatasetError(f"{path}: the {METADATA_KEY.decode()!r} metadata is not valid JSON ({error})") from None
+    if not isinstance(meta, dict):
+        raise DatasetError(f"{path}: the {METADATA_KEY.decode()!r} metadata must be a JSON object")
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise DatasetError(f"{path}: unsupported schema_version {meta.get('schema_version')!r}; "
+                           f"this version of tunebench reads schema_version {SCHEMA_VERSION}")
+    required = ("kernel", "dtype", "gpu", "shape_names", "parameters", "provenance")
+    missing = [key for key in required if key not in meta]
+    if missing:
+        raise DatasetError(f"{path}: the metadata lacks {missing}; expected {list(required)}")
+    if kernel is not None and meta["kernel"] != kernel:
+        raise DatasetError(f"{path} holds kernel {meta['kernel']!r}, not the {kernel!r} asked for")
+    try:
+        parameters = tuple(parameter_from_spec(spec) for spec in meta["parameters"])
+    except (ValueError, TypeError, KeyError) as error:
+        raise DatasetError(f"{path}: a parameter spec in the metadata is invalid: {error}") from None
+    shape_names = tuple(meta["shape_names"])
+    parameter_names = [parameter.name for parameter in parameters]
+    expected = ["source", *shape_names, *parameter_names, *MEASUREMENT_COLUMNS, "library"]
+    missing = [name for name in expected if name not in table.column_names]
+    if missing:
+        raise DatasetError(f"{path}: missing column(s) {missing}; a {meta['kernel']} dataset has {expected}")
+    unexpected = [name for name in table.column_names if name not in expected]
+    if unexpected:
+        raise DatasetError(f"{path}: unexpected column(s) {unexpected}; expected {expected}")
+    sources = set(table["source"].to_pylist())
+    if not sources <= set(SOURCES):
+        raise DatasetError(f"{path}: unknown source value(s) {sorted(sources - set(SOURCES), key=repr)}; "
+                           f"allowed: {list(SOURCES)}")
+
+    triton = table.filter(pc.equal(table["source"], "triton"))
+    vendor = table.filter(pc.equal(table["source"], "vendor"))
+    vendor_columns = [*shape_names, *VENDOR_COLUMNS,
+                      *(name for name in VENDOR_OPTIONAL_COLUMNS if vendor[name].null_count < len(vendor))]
+    try:
+        return Dataset(kernel=meta["kernel"], dtype=meta["dtype"], gpu=meta["gpu"], shape_names=shape_names,
+                       parameters=parameters,
+                       measurements=_to_frame(triton, [*shape_names, *parameter_names, *MEASUREMENT_COLUMNS]),
+                       vendor=_to_frame(vendor, vendor_columns), provenance=meta["provenance"])
+    except DatasetError as error:
+        raise DatasetError(f"{path}: {error}") from None
+
+
+def _to_frame(table: pa.Table, columns: Sequence[str]) -> pd.DataFrame:
+    data = {}
+    for name in columns:
+        if name == "repeats_ms":
+            data[name] = pd.Series([value or [] for value in table[name].to_pylist()], dtype=object)
+        else:
+            data[name] = table[name].to_pandas()
+    return pd.DataFrame(data)

@@ -1,0 +1,158 @@
+"""Replay: answer a strategy's batches from a recorded Dataset instead of a GPU, on a simulated clock.
+
+A study that took GPU hours replays in seconds on a laptop, and every strategy runs unchanged against either.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import numbers
+import statistics
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from tunebench.measure.dataset import Dataset
+from tunebench.measure.result import Result, Status
+from tunebench.space import ConfigError, Space
+
+MODES = ("deterministic", "noisy")
+
+
+@dataclass(frozen=True)
+class _Record:
+    """One recorded (shape, config) row, ready to answer with."""
+
+    key: tuple
+    config: dict[str, Any]
+    status: Status
+    latency_ms: float | None
+    repeats_ms: tuple[float, ...]
+    compile_s: float
+    bench_s: float
+    error: str
+
+
+def compile_makespan(compile_s: Sequence[float], workers: int) -> float:
+    """Seconds to compile a batch on `workers` parallel workers, each config in batch order going to the
+    worker that frees first (what a worker pool draining a queue does)."""
+    if not compile_s:
+        return 0.0
+    free_at = [0.0] * min(workers, len(compile_s))
+    for seconds in compile_s:
+        heapq.heappush(free_at, heapq.heappop(free_at) + seconds)
+    return max(free_at)
+
+
+class ReplayEvaluator:
+    """The Evaluator protocol over one task (shape) of a Dataset.
+
+    deterministic mode answers the recorded median; noisy mode a bootstrap median of the recorded repeats
+    (resampled with replacement, same count) from the evaluator's own seeded generator. The simulated clock
+    charges each batch its compile makespan on `compile_workers` workers plus the sum of its benchmark
+    times, plus what `charge` adds. As in the live evaluator, whose compiled binaries are cached, a config
+    is compiled once: asking for it again charges its benchmark time only.
+    """
+
+    def __init__(self, dataset: Dataset, shape: Sequence[int], *, mode: str = "deterministic", seed: int = 0,
+                 compile_workers: int | None = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown replay mode {mode!r}; allowed: {', '.join(MODES)}")
+        source = "compile_workers"
+        if compile_workers is None:
+            compile_workers = dataset.provenance.get("compile_workers")
+            source = "the dataset's provenance['compile_workers']"
+            if compile_workers is None:
+                compile_workers = 1
+        if not isinstance(compile_workers, numbers.Integral) or isinstance(compile_workers, bool) \
+                or compile_workers < 1:
+            raise ValueError(f"{source} must be an integer >= 1, got {compile_workers!r}")
+        self.dataset = dataset
+        self.shape = tuple(int(size) for size in shape)
+        self.mode = mode
+        self.seed = seed
+        self.compile_workers = int(compile_workers)
+        self.space: Space = dataset.space(self.shape)
+        self._names = dataset.parameter_names
+        self._rng = np.random.default_rng(seed)
+        self._elapsed_s = 0.0
+        self._compiled: set[tuple] = set()
+        self._records = self._index(dataset, self.shape)
+        ok = [record.latency_ms for record in self._records.values() if record.latency_ms is not None]
+        self._optimum_ms = min(ok) if ok else None
+        self._vendor_ms = dataset.vendor_ms(self.shape)
+
+    def _index(self, dataset: Dataset, shape: tuple[int, ...]) -> dict[tuple, _Record]:
+        task = dataset.task(shape)
+        columns = {name: task[name].tolist()
+                   for name in (*self._names, "status", "latency_ms", "repeats_ms", "compile_s", "bench_s", "error")}
+        records = {}
+        for row in range(len(task)):
+            key = tuple(columns[name][row] for name in self._names)
+            status = Status(columns["status"][row])
+            repeats = tuple(columns["repeats_ms"][row])
+            records[key] = _Record(
+                key=key, config=dict(zip(self._names, key)), status=status,
+                latency_ms=float(columns["latency_ms"][row]) if status is Status.OK else None,
+                repeats_ms=repeats,
+                compile_s=columns["compile_s"][row], bench_s=columns["bench_s"][row], error=columns["error"][row])
+        return records
+
+    def evaluate(self, configs: Sequence[Mapping[str, Any]]) -> list[Result]:
+        """One result per config, in order; every config is checked before anything is charged."""
+        records = [self._lookup(config) for config in configs]
+        results = []
+        compile_s = []
+        for record in records:
+            if record.key not in self._compiled:
+                self._compiled.add(record.key)
+                compile_s.append(record.compile_s)
+            results.append(Result(dict(record.config), record.status, latency_ms=self._latency(record),
+                                  repeats_ms=record.repeats_ms, compile_s=record.compile_s, bench_s=record.bench_s,
+                                  error=record.error))
+        self._elapsed_s += compile_makespan(compile_s, self.compile_workers)
+        self._elapsed_s += sum(record.bench_s for record in records)
+        return results
+
+    def _latency(self, record: _Record) -> float | None:
+        if record.latency_ms is None or self.mode == "deterministic":
+            return record.latency_ms
+        count = len(record.repeats_ms)
+        # statistics.median of a short list is several times faster than numpy's, and strategies ask a lot
+        return statistics.median([record.repeats_ms[i] for i in self._rng.integers(0, count, size=count).tolist()])
+
+    def _lookup(self, config: Mapping[str, Any]) -> _Record:
+        if isinstance(config, Mapping) and len(config) == len(self._names):
+            try:
+                record = self._records.get(tuple(config[name] for name in self._names))
+            except (KeyError, TypeError):  # a missing parameter or an unhashable value: explained below
+                record = None
+            if record is not None:
+                return record
+        self.space.check(config)  # raises, naming the config and each problem, the "recorded" constraint included
+        raise ConfigError(f"config {config!r} was not recorded in space {self.space.name!r}")
+
+    @property
+    def elapsed_s(self) -> float:
+        """Simulated seconds: compile makespans and benchmark times of the batches, plus charged strategy time."""
+        return self._elapsed_s
+
+    def charge(self, seconds: float) -> None:
+        """Add a strategy's own CPU time to the simulated clock."""
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"charge takes a finite number of seconds >= 0, got {seconds!r}")
+        self._elapsed_s += seconds
+
+    @property
+    def optimum_ms(self) -> float:
+        """The best ok latency recorded for the task."""
+        if self._optimum_ms is None:
+            raise ValueError(f"{self.dataset.kernel} shape {self.shape} has no ok measurement")
+        return self._optimum_ms
+
+    @property
+    def vendor_ms(self) -> float | None:
+        """The vendor library's latency for the task; None if not recorded."""
+        return self._vendor_ms

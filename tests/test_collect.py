@@ -1,0 +1,120 @@
+"""The collector: shape parsing, and a sweep killed mid-way that resumes without measuring anything twice.
+
+The measuring back end is a deterministic stand-in here (no GPU on CI); the GPU run of the same code path
+is in the README's collection command.
+"""
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tunebench.collect import Journal, parse_shapes, sweep
+from tunebench.measure.dataset import load_dataset
+from tunebench.measure.result import Result, Status
+
+TESTS = Path(__file__).resolve().parent
+SHAPES = [(3, 32, 48), (5, 64, 32)]
+
+
+class StandInBench:
+    """Answers like GpuBench with latencies computed from the config, slowly enough to be killed mid-sweep."""
+
+    def __init__(self, kernel_name, dtype, *, compile_workers=None, timing=None, seed=0, known_compile_s=None,
+                 on_compile=None):
+        from tunebench.kernels import get_kernel
+
+        self.space = get_kernel(kernel_name).config_space()
+        self.on_compile = on_compile
+        self.delay_s = float(os.environ.get("STAND_IN_DELAY_S", "0"))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def provenance(self, command=()):
+        return {"gpu_name": "stand-in", "command": " ".join(command)}
+
+    def measure_vendor(self, shape):
+        return Result({}, Status.OK, latency_ms=1.0, repeats_ms=(1.0, 1.0, 1.0), bench_s=0.01)
+
+    def measure_iter(self, configs, shape, deadline=None):
+        for index, config in enumerate(configs):
+            time.sleep(self.delay_s)
+            if self.on_compile is not None:
+                self.on_compile((True,), self.space.key(config), 0.5)
+            if config["SPLIT_K"] == 8:
+                yield index, Result(dict(config), Status.COMPILE_ERROR, compile_s=0.5, error="stand-in failure")
+                continue
+            latency = config["BLOCK_M"] * 0.001 + config["num_stages"] * 0.01 + shape[0] * 0.1
+            yield index, Result(dict(config), Status.OK, latency_ms=latency, repeats_ms=(latency,) * 3,
+                                compile_s=0.5, bench_s=0.02)
+
+
+def test_parse_shapes():
+    assert parse_shapes("1x2x3, 4x5x6", 3) == [(1, 2, 3), (4, 5, 6)]
+    with pytest.raises(ValueError, match="bad shape '1x2'"):
+        parse_shapes("1x2", 3)
+    with pytest.raises(ValueError, match="bad shape '0x2x3'"):
+        parse_shapes("0x2x3", 3)
+    with pytest.raises(ValueError, match="bad shape 'axbxc'"):
+        parse_shapes("axbxc", 3)
+
+
+def test_journal_ignores_a_line_cut_short(tmp_path):
+    journal = Journal(tmp_path / "j" / "journal.jsonl")
+    journal.append({"kind": "config", "n": 1})
+    with journal.path.open("a") as handle:
+        handle.write('{"kind": "conf')  # a kill in the middle of a write
+    assert journal.read() == [{"kind": "config", "n": 1}]
+
+
+def test_killed_sweep_resumes_without_measuring_twice(tmp_path):
+    out = tmp_path / "stand_in.parquet"
+    child = f"""
+import sys; sys.path.insert(0, {str(TESTS)!r})
+from pathlib import Path
+from test_collect import StandInBench, SHAPES
+from tunebench.collect import sweep
+sweep("matmul", "bfloat16", SHAPES, Path({str(out)!r}), limit_configs=40, make_bench=StandInBench)
+"""
+    process = subprocess.Popen([sys.executable, "-c", child], env={**os.environ, "STAND_IN_DELAY_S": "0.02"},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    journal = out.with_suffix(".journal") / "journal.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if journal.exists() and journal.read_text().count('"kind": "config"') >= 25:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not out.exists(), "the dataset is written only when the sweep is complete"
+    measured_before = sum(r["kind"] == "config" for r in Journal(journal).read())
+    assert 25 <= measured_before < 80
+
+    assert sweep("matmul", "bfloat16", SHAPES, out, limit_configs=40, make_bench=StandInBench)
+    records = Journal(journal).read()
+    counts = collections.Counter((tuple(r["shape"]), json.dumps(r["config"], sort_keys=True))
+                                 for r in records if r["kind"] == "config")
+    assert len(counts) == 80 and set(counts.values()) == {1}
+    dataset = load_dataset(out, kernel="matmul")
+    assert len(dataset.measurements) == 80 and len(dataset.vendor) == 2
+    assert dataset.provenance["gpu_name"] == "stand-in"
+    failures = dataset.measurements[dataset.measurements.status != "ok"]
+    assert (failures.status == "compile_error").all() and failures.latency_ms.isna().all()
+
+
+def test_stop_after_budget_then_finish(tmp_path):
+    out = tmp_path / "budget.parquet"
+    assert not sweep("matmul", "bfloat16", SHAPES, out, limit_configs=10, stop_after_s=0.0, make_bench=StandInBench)
+    assert not out.exists()
+    assert sweep("matmul", "bfloat16", SHAPES, out, limit_configs=10, make_bench=StandInBench)
+    assert len(load_dataset(out).measurements) == 20

@@ -1,0 +1,212 @@
+"""The dataset file format: a save/load round trip, atomic writes, and a clear error for each kind of bad file."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tunebench.measure import dataset as dataset_module
+from tunebench.measure.dataset import Dataset, DatasetError, load_dataset, save_dataset
+from tunebench.measure.result import Status
+from tunebench.space import Choice, Flag, Ordinal, PowerOfTwo
+
+SHAPES = [(64, 128), (32, 256)]
+CONFIGS = [
+    {"BLOCK": 16, "layout": "row", "split": False, "stages": 2},
+    {"BLOCK": 32, "layout": "col", "split": True, "stages": 3},
+    {"BLOCK": 64, "layout": "row", "split": True, "stages": 4},
+]
+
+
+def make_dataset(**changes) -> Dataset:
+    """Test data: two shapes, three configs each, with an ok row, a compile error and a crash."""
+    rows = []
+    for shape_index, (m, n) in enumerate(SHAPES):
+        for config_index, config in enumerate(CONFIGS):
+            status = [Status.OK, Status.COMPILE_ERROR, Status.CRASH][(shape_index + config_index) % 3]
+            repeats = [1.0 + config_index, 1.5 + config_index, 1.2 + config_index] if status is Status.OK else []
+            rows.append({
+                "M": m, "N": n, **config, "status": status.value,
+                "latency_ms": sorted(repeats)[1] if repeats else math.nan, "repeats_ms": repeats,
+                "compile_s": 0.5 + config_index, "bench_s": 0.25 if repeats else 0.0,
+                "error": "" if status is Status.OK else f"{status.value} in config {config_index}",
+            })
+    vendor = pd.DataFrame([{"M": 64, "N": 128, "library": "torch.matmul (cuBLAS)", "latency_ms": 0.9,
+                            "repeats_ms": [0.9, 0.8, 1.0], "status": "ok", "compile_s": 0.0, "bench_s": 0.1,
+                            "error": ""}])
+    arguments = dict(
+        kernel="toy", dtype="float16", gpu="NVIDIA Test GPU", shape_names=("M", "N"),
+        parameters=(PowerOfTwo("BLOCK", 16, 64), Choice("layout", ("row", "col")), Flag("split"),
+                    Ordinal("stages", (2, 3, 4))),
+        measurements=pd.DataFrame(rows), vendor=vendor,
+        provenance={"gpu_name": "NVIDIA Test GPU", "compile_workers": 2, "command": "written by a test"},
+    )
+    arguments.update(changes)
+    return Dataset(**arguments)
+
+
+@pytest.fixture
+def saved(tmp_path):
+    path = tmp_path / "toy.parquet"
+    save_dataset(make_dataset(), path)
+    return path
+
+
+def rewrite(path, change_table=None, change_metadata=None):
+    """Rewrite a saved dataset file with its table or its metadata altered."""
+    table = pq.read_table(path)
+    metadata = json.loads(table.schema.metadata[b"tunebench"])
+    if change_metadata is not None:
+        change_metadata(metadata)
+    if change_table is not None:
+        table = change_table(table)
+    pq.write_table(table.replace_schema_metadata({b"tunebench": json.dumps(metadata)}), path)
+
+
+def test_round_trip_keeps_everything(saved):
+    original = make_dataset()
+    loaded = load_dataset(saved, kernel="toy")
+    assert (loaded.kernel, loaded.dtype, loaded.gpu, loaded.shape_names) == ("toy", "float16", "NVIDIA Test GPU",
+                                                                             ("M", "N"))
+    assert [p.to_spec() for p in loaded.parameters] == [p.to_spec() for p in original.parameters]
+    assert loaded.provenance == original.provenance
+    pd.testing.assert_frame_equal(loaded.measurements, original.measurements)
+    pd.testing.assert_frame_equal(loaded.vendor, original.vendor)
+    assert loaded.shapes() == sorted(SHAPES)
+    assert loaded.vendor_ms((64, 128)) == 0.9
+    assert loaded.vendor_ms((32, 256)) is None
+
+
+def test_vendor_rows_without_optional_columns_round_trip(tmp_path):
+    vendor = pd.DataFrame([{"M": 32, "N": 256, "library": "cuBLAS", "latency_ms": 2.0, "repeats_ms": [2.0]}])
+    save_dataset(make_dataset(vendor=vendor), tmp_path / "v.parquet")
+    loaded = load_dataset(tmp_path / "v.parquet")
+    assert list(loaded.vendor.columns) == ["M", "N", "library", "latency_ms", "repeats_ms"]
+    assert loaded.vendor_ms((32, 256)) == 2.0
+
+
+def test_configs_come_back_as_plain_python_values(saved):
+    loaded = load_dataset(saved)
+    configs = loaded.configs((64, 128))
+    assert configs == CONFIGS
+    for config in configs:
+        assert [type(config[name]) for name in ("BLOCK", "layout", "split", "stages")] == [int, str, bool, int]
+
+
+def test_task_optimum_and_space(saved):
+    loaded = load_dataset(saved)
+    task = loaded.task((32, 256))
+    assert len(task) == 3 and set(task["M"]) == {32}
+    # shape (32, 256): statuses rotate, so config 2 is its only ok row; its repeats are [3.0, 3.5, 3.2]
+    assert list(task["status"]) == ["compile_error", "crash", "ok"]
+    assert loaded.optimum_ms((32, 256)) == 3.2
+    space = loaded.space((32, 256))
+    assert space.is_valid(CONFIGS[0])
+    assert not space.is_valid({"BLOCK": 16, "layout": "col", "split": False, "stages": 2})  # not recorded
+    assert len(space.enumerate()) == 3
+
+
+def test_space_of_a_subset_of_configs_excludes_the_rest(tmp_path):
+    measurements = make_dataset().measurements
+    keep = ~((measurements["M"] == 32) & (measurements["BLOCK"] == 64))
+    dataset = make_dataset(measurements=measurements[keep])
+    assert not dataset.space((32, 256)).is_valid(CONFIGS[2])
+    assert dataset.space((64, 128)).is_valid(CONFIGS[2])
+    assert dataset.space().is_valid(CONFIGS[2])
+
+
+def test_missing_shape_names_the_recorded_shapes(saved):
+    with pytest.raises(ValueError, match=r"\(1, 2\).*recorded shapes: \[\(32, 256\), \(64, 128\)\]"):
+        load_dataset(saved).task((1, 2))
+
+
+def test_write_is_atomic_and_leaves_no_temp_files(tmp_path, monkeypatch):
+    path = tmp_path / "toy.parquet"
+    save_dataset(make_dataset(), path)
+    save_dataset(make_dataset(), path)  # overwrite in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.parquet"]
+    before = path.read_bytes()
+
+    def write_half_then_die(table, where, **kwargs):
+        with open(where, "wb") as handle:
+            handle.write(b"PAR1 half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(dataset_module.pq, "write_table", write_half_then_die)
+    with pytest.raises(OSError, match="disk full"):
+        save_dataset(make_dataset(gpu="another GPU"), path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.parquet"]
+
+
+def test_parquet_without_metadata_is_not_a_dataset(tmp_path):
+    path = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"M": [1], "N": [2]}), path)
+    with pytest.raises(DatasetError, match=r"plain\.parquet is not a tunebench dataset.*'tunebench'"):
+        load_dataset(path)
+
+
+def test_not_a_parquet_file(tmp_path):
+    path = tmp_path / "text.parquet"
+    path.write_text("hello")
+    with pytest.raises(DatasetError, match="not a readable parquet file"):
+        load_dataset(path)
+
+
+def test_unsupported_schema_version(saved):
+    rewrite(saved, change_metadata=lambda meta: meta.update(schema_version=2))
+    with pytest.raises(DatasetError, match="unsupported schema_version 2.*reads schema_version 1"):
+        load_dataset(saved)
+
+
+def test_missing_column_is_named(saved):
+    rewrite(saved, change_table=lambda table: table.drop_columns(["bench_s", "stages"]))
+    with pytest.raises(DatasetError, match=r"missing column\(s\) \['stages', 'bench_s'\]"):
+        load_dataset(saved)
+
+
+def test_wrong_kernel(saved):
+    with pytest.raises(DatasetError, match="holds kernel 'toy', not the 'matmul' asked for"):
+        load_dataset(saved, kernel="matmul")
+
+
+def test_unknown_status(saved):
+    def corrupt_status(table):
+        statuses = table["status"].to_pylist()
+        statuses[0] = "exploded"
+        return table.set_column(table.schema.get_field_index("status"), "status", pa.array(statuses))
+
+    rewrite(saved, change_table=corrupt_status)
+    with pytest.raises(DatasetError, match="unknown status 'exploded'; allowed: ok, compile_error"):
+        load_dataset(saved)
+
+
+def test_parameter_value_outside_its_values(saved):
+    def corrupt_block(table):
+        blocks = table["BLOCK"].to_pylist()
+        blocks[1] = 48
+        return table.set_column(table.schema.get_field_index("BLOCK"), "BLOCK", pa.array(blocks, pa.int64()))
+
+    rewrite(saved, change_table=corrupt_block)
+    expected = r"parameter 'BLOCK' has value 48 \(shape \(64, 128\)\), outside its allowed values \[16, 32, 64\]"
+    with pytest.raises(DatasetError, match=expected):
+        load_dataset(saved)
+
+
+def test_constructor_rejects_bad_frames():
+    measurements = make_dataset().measurements
+    with pytest.raises(DatasetError, match=r"missing column\(s\) \['error'\]"):
+        make_dataset(measurements=measurements.drop(columns=["error"]))
+    with pytest.raises(DatasetError, match="recorded twice"):
+        make_dataset(measurements=pd.concat([measurements, measurements.iloc[:1]]))
+    ok_without_latency = measurements.copy()
+    ok_without_latency.loc[0, "latency_ms"] = math.nan
+    with pytest.raises(DatasetError, match="an ok row needs a finite latency_ms"):
+        make_dataset(measurements=ok_without_latency)
+    with pytest.raises(DatasetError, match="provenance must be JSON-able"):
+        make_dataset(provenance={"when": object()})

@@ -1,0 +1,105 @@
+"""The GEMM kernel: its resource model and space, and its numerics under the interpreter (CPU) or on a GPU."""
+
+import numpy as np
+import pytest
+import torch
+
+from tunebench.kernels import get_kernel
+from tunebench.kernels import matmul
+
+SPACE = matmul.config_space()
+
+
+def test_space_is_large_and_every_config_fits_the_resource_model():
+    configs = SPACE.enumerate()
+    assert len(configs) >= 2000
+    for config in configs:
+        usage = matmul.resource_usage(config)
+        assert usage.shared_memory_bytes <= matmul.HOPPER.shared_memory_bytes
+        assert 4 <= usage.accumulator_elements_per_thread <= 128
+
+
+def test_resource_model_by_hand():
+    config = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 8, "num_stages": 3}
+    usage = matmul.resource_usage(config)
+    assert usage.shared_memory_bytes == 3 * (128 * 64 + 64 * 256) * 2  # 147,456 bytes
+    assert usage.accumulator_elements_per_thread == 128 * 256 / 256
+    assert SPACE.is_valid(config)
+    too_much_shared = dict(config, BLOCK_M=256, BLOCK_K=128, num_stages=4)  # 4 * 64 KiB * ... > 227 KiB
+    assert "shared_memory" in SPACE.violations(too_much_shared)
+    too_many_registers = dict(config, BLOCK_M=256, BLOCK_N=256, BLOCK_K=32, num_stages=2)
+    assert "accumulator_registers" in SPACE.violations(too_many_registers)
+    idle_lanes = dict(config, BLOCK_M=16, BLOCK_N=32, num_warps=8)
+    assert "warps_for_tile" in SPACE.violations(idle_lanes)
+
+
+def test_registry_and_bad_input():
+    assert get_kernel("matmul") is matmul
+    with pytest.raises(ValueError, match="unknown kernel 'gemm'.*matmul"):
+        get_kernel("gemm")
+    with pytest.raises(ValueError, match="K=0"):
+        matmul.check_shape((4, 4, 0))
+    with pytest.raises(ValueError, match=r"\(M, N, K\)"):
+        matmul.check_shape((4, 4))
+    with pytest.raises(ValueError, match="unknown dtype 'int8'"):
+        matmul.make_inputs((2, 2, 2), "int8", "cpu")
+
+
+def test_cost_model():
+    assert matmul.flops((2, 3, 4)) == 48
+    assert matmul.bytes_moved((2, 3, 4), "bfloat16") == 2 * (8 + 12 + 6)
+
+
+def test_specialization_follows_divisibility_of_n_and_k_only():
+    assert matmul.specialization((1, 4096, 4096)) == matmul.specialization((8192, 4096, 4096))
+    assert matmul.specialization((16, 4096, 4096)) != matmul.specialization((16, 4096, 3000))
+
+
+def test_inputs_are_random_and_seeded():
+    first = matmul.make_inputs((3, 5, 7), "float16", "cpu", seed=1)
+    again = matmul.make_inputs((3, 5, 7), "float16", "cpu", seed=1)
+    other = matmul.make_inputs((3, 5, 7), "float16", "cpu", seed=2)
+    assert torch.equal(first.a, again.a) and not torch.equal(first.a, other.a)
+    assert bool((first.a != 0).all())
+
+
+def test_relative_error_rejects_nan():
+    expected = torch.ones(4)
+    assert matmul.relative_error(torch.full((4,), float("nan")), expected) == float("inf")
+    assert matmul.relative_error(expected * 1.01, expected) == pytest.approx(0.01)
+
+
+INTERPRETER_SHAPES = [(1, 33, 70), (19, 50, 45), (5, 64, 96)]
+
+
+def _sample_configs(count, seed):
+    rng = np.random.default_rng(seed)
+    configs = SPACE.sample(rng, count, unique=True)
+    # always cover split-K and grouped launch order, the two paths with their own code
+    configs.append({"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 4, "num_warps": 4, "num_stages": 2})
+    return configs
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU test below covers this")
+@pytest.mark.parametrize("shape", INTERPRETER_SHAPES)
+def test_interpreter_matches_reference_on_odd_shapes(shape):
+    small = [c for c in _sample_configs(40, seed=sum(shape)) if c["BLOCK_M"] * c["BLOCK_N"] * c["BLOCK_K"] <= 64 * 64 * 64]
+    assert len(small) >= 3
+    for config in small[:4]:
+        inputs = matmul.make_inputs(shape, "float16", "cpu", seed=3)
+        inputs.out.fill_(float("nan"))
+        output = matmul.run(config, inputs)
+        error = matmul.relative_error(output, matmul.reference(inputs))
+        assert error <= matmul.TOLERANCE["float16"], (config, error)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", matmul.DTYPES)
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (77, 5000, 3000), (129, 160, 4100)])
+def test_gpu_matches_reference(dtype, shape):
+    for config in _sample_configs(4, seed=sum(shape)):
+        inputs = matmul.make_inputs(shape, dtype, "cuda", seed=4)
+        inputs.out.fill_(float("nan"))
+        output = matmul.run(config, inputs)
+        error = matmul.relative_error(output, matmul.reference(inputs))
+        assert error <= matmul.TOLERANCE[dtype], (config, error)
