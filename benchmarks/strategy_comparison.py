@@ -1,0 +1,104 @@
+"""Replay every strategy on every task of the recorded GEMM dataset and of the two Kernel Tuner caches, and
+write the comparison tables under results/strategy_comparison/ (the README quotes them).
+
+Run: `.venv/bin/python benchmarks/strategy_comparison.py` (resumable: rerun after a kill to continue).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tunebench.metrics import median_with_ci, summarize
+from tunebench.search import STRATEGIES
+from tunebench.study import Budget, run_study, task_references, tasks_of
+from tunebench.tables import markdown_table
+
+REPO = Path(__file__).resolve().parents[1]
+KERNEL_TUNER = REPO.parent / "shared" / "datasets" / "kerneltuner"
+DATASETS = (
+    REPO / "results" / "datasets" / "matmul_bfloat16_h100.parquet",
+    KERNEL_TUNER / "convolution_A100.json.gz",
+    KERNEL_TUNER / "convolution_A4000.json.gz",
+)
+BUDGETS = (50, 100, 200, 400)
+
+
+def overhead_per_ask_ms(trace: pd.DataFrame) -> pd.Series:
+    """Median over runs of the strategy's CPU time per ask, per strategy."""
+    per_run = trace.groupby(["strategy", "task", "seed"]).agg(strategy_s=("strategy_s", "max"), asks=("batch", "max"))
+    return (1e3 * per_run.strategy_s / per_run.asks).groupby("strategy").median()
+
+
+def headline(summary: pd.DataFrame, trace: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy, over all tasks: median [95 % CI] evaluations to 0.99, fraction of optimum at each budget
+    (median over tasks of the per-task medians over seeds), mean score (mean over tasks), overhead per ask."""
+    rows = []
+    overhead = overhead_per_ask_ms(trace)
+    for strategy, group in summary.groupby("strategy", sort=False):
+        median, low, high = median_with_ci(group["evals_to_0.99"].to_numpy())
+        row = {"strategy": strategy, "tasks": len(group),
+               "evals to 0.99 (median over tasks [95% CI])": f"{median:.0f} [{low:.0f}, {high:.0f}]"}
+        for budget in BUDGETS:
+            row[f"fraction at {budget}"] = f"{group[f'fraction_at_{budget}'].median():.3f}"
+        row["mean score"] = f"{group['mean_score'].mean():.3f}"
+        row["success 0.99 @400"] = f"{group['success_0.99'].mean():.0%}"
+        row["overhead per ask (ms)"] = f"{overhead[strategy]:.1f}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def lfbo_vs_pattern(summary: pd.DataFrame) -> pd.DataFrame:
+    """Task by task: LFBO / PatternSearch ratio of median evaluations and seconds to reach 0.99 of optimum."""
+    index = summary.set_index(["strategy", "task"])
+    rows = []
+    for task in summary.task.unique():
+        lfbo, pattern = index.loc[("lfbo", task)], index.loc[("pattern", task)]
+        row = {"task": task}
+        for what in ("evals", "seconds"):
+            a, b = lfbo[f"{what}_to_0.99"], pattern[f"{what}_to_0.99"]
+            row[f"LFBO {what}"] = f"{a:.0f}" if what == "evals" else f"{a:.1f}"
+            row[f"Pattern {what}"] = f"{b:.0f}" if what == "evals" else f"{b:.1f}"
+            row[f"ratio {what}"] = f"{a / b:.2f}" if np.isfinite(a) and np.isfinite(b) else "n/a"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--strategies", nargs="*", default=[s for s in STRATEGIES if s != "exhaustive"])
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--budget", type=int, default=max(BUDGETS), help="unique evaluations per run")
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "strategy_comparison")
+    args = parser.parse_args()
+    tasks = [task for path in DATASETS for task in tasks_of(path)]
+    args.out.mkdir(parents=True, exist_ok=True)
+    trace = run_study(args.strategies, tasks, range(args.seeds), Budget(evaluations=args.budget),
+                      args.out / "trace.parquet", workers=args.workers)
+    optima, latencies, seconds = task_references(tasks)
+    budgets = tuple(b for b in BUDGETS if b <= args.budget)
+    summary = summarize(trace, optima, latencies, budgets=budgets, seconds_per_evaluation=seconds)
+    summary.to_csv(args.out / "summary_by_task.csv", index=False)
+    command = " ".join(["python", *sys.argv])
+    parts = [f"# Strategy comparison (replay)\n\nCommand: `{command}`\n\n{len(tasks)} tasks, {args.seeds} seeds, "
+             f"budget {args.budget} unique evaluations, deterministic replay.",
+             "## Over all tasks", markdown_table(headline(summary, trace))]
+    if {"lfbo", "pattern"} <= set(args.strategies):
+        parts += ["## LFBO vs PatternSearch, median over seeds to reach 0.99 of optimum (inf: not reached by the "
+                  "median seed within the budget)", markdown_table(lfbo_vs_pattern(summary))]
+    text = "\n\n".join(parts) + "\n"
+    temporary = args.out / "summary.md.tmp"
+    temporary.write_text(text)
+    os.replace(temporary, args.out / "summary.md")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

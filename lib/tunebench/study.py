@@ -1,0 +1,239 @@
+"""Running comparisons: strategies x tasks x seeds against replayed (or live) evaluators, into a trace table.
+
+Revisits are free, budgets count unique evaluations and/or (simulated) seconds, and a strategy's own CPU
+time is charged to the evaluator's clock. Studies are resumable (one file per run) and parallel over cores.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tunebench.measure.dataset import Dataset, load_dataset
+from tunebench.measure.result import Evaluator, Result
+from tunebench.metrics import mean_seconds_per_evaluation
+from tunebench.search import make_strategy
+from tunebench.search.base import Strategy
+
+# A strategy that keeps asking only for configs it has already seen is stopped after this many batches.
+STALLED_BATCHES = 50
+TRACE_COLUMNS = ("strategy", "task", "seed", "eval_index", "batch", "time_s", "strategy_s", "config_key", "status",
+                 "latency_ms", "best_ms")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """When a search stops: after `evaluations` unique evaluations and/or `seconds` on the evaluator's clock."""
+
+    evaluations: int | None = None
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.evaluations is None and self.seconds is None:
+            raise ValueError("a budget needs evaluations, seconds, or both")
+        if self.evaluations is not None and self.evaluations < 1:
+            raise ValueError(f"budget evaluations must be >= 1, got {self.evaluations}")
+        if self.seconds is not None and not self.seconds > 0:
+            raise ValueError(f"budget seconds must be > 0, got {self.seconds}")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One tuning problem: a shape of a recorded dataset (a Kernel Tuner cache holds one shape)."""
+
+    dataset: str
+    shape: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{Path(self.dataset).name.split('.')[0]}:{'x'.join(map(str, self.shape))}"
+
+
+def open_dataset(path: str | os.PathLike[str]) -> Dataset:
+    """A tunebench parquet dataset, or a Kernel Tuner cache (.json / .json.gz)."""
+    text = str(path)
+    if text.endswith((".json", ".json.gz")):
+        from tunebench.measure.kerneltuner import load_kerneltuner_cache
+
+        return load_kerneltuner_cache(path)
+    return load_dataset(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_dataset(path: str) -> Dataset:
+    return open_dataset(path)
+
+
+def tasks_of(path: str | os.PathLike[str], shapes: Sequence[Sequence[int]] | None = None) -> list[Task]:
+    """The tasks of a dataset: every recorded shape, or the given ones (checked against the record)."""
+    dataset = _cached_dataset(str(path))
+    recorded = dataset.shapes()
+    if shapes is None:
+        return [Task(str(path), shape) for shape in recorded]
+    chosen = [tuple(int(v) for v in shape) for shape in shapes]
+    missing = [shape for shape in chosen if shape not in recorded]
+    if missing:
+        raise ValueError(f"shapes {missing} are not recorded in {path}; recorded: {recorded}")
+    return [Task(str(path), shape) for shape in chosen]
+
+
+def run_search(strategy: Strategy, evaluator: Evaluator, budget: Budget) -> pd.DataFrame:
+    """Drive one strategy against one evaluator until the budget is spent or the strategy is done.
+
+    A row per unique evaluation. Every result of a batch is known at the batch's end, so they share its
+    clock reading. Configs already evaluated are answered from a cache without charge; the strategy's CPU
+    time in ask and tell is measured and charged to the evaluator's clock.
+    """
+    seen: dict[tuple, Result] = {}
+    rows: list[dict[str, Any]] = []
+    best = math.inf
+    strategy_s = 0.0
+    batch_index = 0
+    stalled = 0
+    space = strategy.space
+    while True:
+        if budget.seconds is not None and evaluator.elapsed_s >= budget.seconds:
+            break
+        left = None if budget.evaluations is None else budget.evaluations - len(seen)
+        if left is not None and left <= 0:
+            break
+        started = time.process_time()
+        batch = strategy.ask()
+        spent = time.process_time() - started
+        if not batch:
+            break
+        keys = [space.key(config) for config in batch]
+        new = [i for i, key in enumerate(keys) if key not in seen]
+        truncated = left is not None and len(new) > left
+        new = new[:left] if left is not None else new
+        evaluator.charge(spent)
+        fresh = evaluator.evaluate([batch[i] for i in new])
+        batch_index += 1
+        for i, result in zip(new, fresh):
+            seen[keys[i]] = result
+            best = min(best, result.objective)
+            rows.append({"eval_index": len(seen), "batch": batch_index, "time_s": math.nan,
+                         "config_key": ",".join(map(str, keys[i])), "status": result.status.value,
+                         "latency_ms": result.latency_ms if result.ok else math.nan, "best_ms": best})
+        strategy_s += spent
+        stalled = 0 if new else stalled + 1
+        if stalled >= STALLED_BATCHES:
+            break
+        if truncated:  # the budget ran out inside this batch: the search is over
+            _stamp(rows, evaluator.elapsed_s, strategy_s)
+            break
+        started = time.process_time()
+        strategy.tell([seen[key] for key in keys])
+        spent = time.process_time() - started
+        evaluator.charge(spent)
+        strategy_s += spent
+        _stamp(rows, evaluator.elapsed_s, strategy_s)
+    return pd.DataFrame(rows, columns=[c for c in TRACE_COLUMNS if c not in ("strategy", "task", "seed")])
+
+
+def _stamp(rows: list[dict[str, Any]], time_s: float, strategy_s: float) -> None:
+    for row in reversed(rows):
+        if not math.isnan(row["time_s"]):
+            break
+        row["time_s"] = time_s
+        row["strategy_s"] = strategy_s
+
+
+@dataclass(frozen=True)
+class Run:
+    """One (strategy, task, seed) cell of a study."""
+
+    strategy: str
+    task: Task
+    seed: int
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def file_name(self) -> str:
+        safe = self.task.name.replace(":", "__").replace("/", "_")
+        return f"{self.strategy}__{safe}__seed{self.seed}.parquet"
+
+
+def replay_run(run: Run, budget: Budget, mode: str = "deterministic") -> pd.DataFrame:
+    """Replay one run on its recorded dataset; the evaluator's noise (noisy mode) is seeded by the run's seed."""
+    from tunebench.measure.replay import ReplayEvaluator
+
+    dataset = _cached_dataset(run.task.dataset)
+    evaluator = ReplayEvaluator(dataset, run.task.shape, mode=mode, seed=run.seed)
+    strategy = make_strategy(run.strategy, evaluator.space, seed=run.seed, **dict(run.settings))
+    trace = run_search(strategy, evaluator, budget)
+    trace.insert(0, "seed", run.seed)
+    trace.insert(0, "task", run.task.name)
+    trace.insert(0, "strategy", run.strategy)
+    return trace
+
+
+def _replay_to_file(run: Run, budget: Budget, mode: str, path: Path) -> Path:
+    trace = replay_run(run, budget, mode)
+    temporary = path.with_suffix(".tmp")
+    trace.to_parquet(temporary, index=False)
+    os.replace(temporary, path)
+    return path
+
+
+def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[int], budget: Budget, out: Path, *,
+              workers: int | None = None, mode: str = "deterministic",
+              settings: Mapping[str, Mapping[str, Any]] | None = None, progress: bool = True) -> pd.DataFrame:
+    """Every strategy on every task for every seed, replayed; the trace table is written to `out` (parquet).
+
+    Each run is saved under `<out>.runs/` as it finishes, so a killed study resumes where it stopped.
+    `settings` maps a strategy name to overrides of its defaults.
+    """
+    from tqdm import tqdm
+
+    from tunebench.search import STRATEGIES
+
+    unknown = [name for name in strategies if name not in STRATEGIES]
+    if unknown:
+        raise ValueError(f"unknown strategies {unknown}; known: {', '.join(STRATEGIES)}")
+    settings = dict(settings or {})
+    runs_dir = out.with_suffix(".runs")
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    runs = [Run(name, task, seed, settings.get(name, {})) for name in strategies for task in tasks for seed in seeds]
+    todo = [run for run in runs if not (runs_dir / run.file_name).exists()]
+    workers = workers or os.cpu_count() or 1
+    with tqdm(total=len(runs), initial=len(runs) - len(todo), unit="run", disable=not progress) as bar:
+        if workers == 1:
+            for run in todo:
+                _replay_to_file(run, budget, mode, runs_dir / run.file_name)
+                bar.update(1)
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                futures = [pool.submit(_replay_to_file, run, budget, mode, runs_dir / run.file_name) for run in todo]
+                for future in as_completed(futures):
+                    future.result()
+                    bar.update(1)
+    trace = pd.concat([pd.read_parquet(runs_dir / run.file_name) for run in runs], ignore_index=True)
+    temporary = out.with_suffix(".tmp")
+    trace.to_parquet(temporary, index=False)
+    os.replace(temporary, out)
+    return trace
+
+
+def task_references(tasks: Sequence[Task]) -> tuple[dict[str, float], dict[str, np.ndarray], dict[str, float]]:
+    """Per task name: the optimum latency, every recorded config's latency (failures inf), and the mean cost of
+    one evaluation in seconds (compile on the recorded workers plus benchmark), as `metrics.summarize` wants."""
+    optima, latencies, seconds = {}, {}, {}
+    for task in tasks:
+        dataset = _cached_dataset(task.dataset)
+        rows = dataset.task(task.shape)
+        values = rows["latency_ms"].to_numpy(dtype=float)
+        latencies[task.name] = np.where(np.isnan(values), np.inf, values)
+        optima[task.name] = dataset.optimum_ms(task.shape)
+        workers = int(dataset.provenance.get("compile_workers", 1) or 1)
+        seconds[task.name] = mean_seconds_per_evaluation(rows["compile_s"], rows["bench_s"], workers)
+    return optima, latencies, seconds

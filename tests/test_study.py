@@ -1,0 +1,114 @@
+"""The study runner: budgets, free revisits, charged strategy time, determinism and resumption."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tunebench.measure.result import Result, Status
+from tunebench.search.base import Strategy
+from tunebench.space import PowerOfTwo, Space
+from tunebench.study import Budget, Task, run_search, run_study, task_references, tasks_of
+
+KT_A100 = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "kerneltuner" / "convolution_A100.json.gz"
+SPACE = Space([PowerOfTwo("x", 1, 64), PowerOfTwo("y", 1, 64)])
+
+
+class FixedBatches(Strategy):
+    """Asks the given batches in order (repeating configs on purpose)."""
+
+    batches: list = []
+
+    def search(self):
+        for batch in self.batches:
+            yield batch
+
+
+class CountingEvaluator:
+    """One second per evaluation; latency x*y; counts what it was asked."""
+
+    def __init__(self):
+        self.asked = 0
+        self.elapsed_s = 0.0
+
+    def evaluate(self, configs):
+        self.asked += len(configs)
+        self.elapsed_s += len(configs)
+        return [Result(dict(c), Status.OK, latency_ms=float(c["x"] * c["y"])) for c in configs]
+
+    def charge(self, seconds):
+        self.elapsed_s += seconds
+
+
+def _strategy(batches):
+    strategy = FixedBatches(SPACE, seed=0)
+    strategy.batches = batches
+    return strategy
+
+
+def test_revisits_are_free_and_budget_counts_unique_evaluations():
+    a, b, c, d = ({"x": 1, "y": 4}, {"x": 2, "y": 1}, {"x": 8, "y": 8}, {"x": 1, "y": 1})
+    evaluator = CountingEvaluator()
+    trace = run_search(_strategy([[a, b], [a, c], [b, d], [d]]), evaluator, Budget(evaluations=3))
+    assert list(trace.eval_index) == [1, 2, 3]
+    assert evaluator.asked == 3  # a was served from the cache; d was cut by the budget
+    assert list(trace.best_ms) == [4.0, 2.0, 2.0]
+    assert (trace.time_s.diff().dropna() >= 0).all()
+
+
+def test_seconds_budget_and_charged_strategy_time():
+    batches = [[{"x": 2 ** i, "y": 1}] for i in range(7)]
+    evaluator = CountingEvaluator()
+    trace = run_search(_strategy(batches), evaluator, Budget(seconds=3.5))
+    assert len(trace) == 4  # 1 s each: the fourth starts at 3 s < 3.5 s, the fifth would start after
+    assert evaluator.elapsed_s >= trace.time_s.iloc[-1] >= 4.0
+    assert trace.strategy_s.iloc[-1] >= 0 and (trace.strategy_s.diff().dropna() >= 0).all()
+
+
+def test_budget_needs_a_limit():
+    with pytest.raises(ValueError, match="needs evaluations, seconds"):
+        Budget()
+    with pytest.raises(ValueError, match="got 0"):
+        Budget(evaluations=0)
+
+
+@pytest.fixture(scope="module")
+def kt_task():
+    if not KT_A100.exists():
+        pytest.skip(f"Kernel Tuner cache not found at {KT_A100}")
+    return tasks_of(KT_A100)
+
+
+def test_study_is_deterministic_resumable_and_complete(kt_task, tmp_path):
+    out = tmp_path / "study.parquet"
+    budget = Budget(evaluations=30)
+    first = run_study(["random", "pattern"], kt_task, [0, 1], budget, out, workers=1, progress=False)
+    assert set(first.strategy) == {"random", "pattern"} and set(first.seed) == {0, 1}
+    assert first.groupby(["strategy", "seed"]).eval_index.max().eq(30).all()
+    runs = sorted((tmp_path / "study.runs").glob("*.parquet"))
+    assert len(runs) == 4
+    stamps = {path: path.stat().st_mtime_ns for path in runs}
+    runs[0].unlink()  # as if the study had been killed before this run finished
+    again = run_study(["random", "pattern"], kt_task, [0, 1], budget, out, workers=1, progress=False)
+    # Everything but the clock is deterministic; the clock includes the strategy's measured CPU time.
+    measured = ["time_s", "strategy_s"]
+    pd.testing.assert_frame_equal(first.drop(columns=measured), again.drop(columns=measured))
+    assert all(path.stat().st_mtime_ns == stamps[path] for path in runs[1:])
+
+
+def test_unknown_strategy_and_shape(kt_task, tmp_path):
+    with pytest.raises(ValueError, match="unknown strategies \\['simulated_annealing'\\]"):
+        run_study(["simulated_annealing"], kt_task, [0], Budget(evaluations=5), tmp_path / "x.parquet")
+    with pytest.raises(ValueError, match="not recorded"):
+        tasks_of(KT_A100, shapes=[(1, 2)])
+
+
+def test_task_references_match_the_dataset(kt_task):
+    optima, latencies, seconds = task_references(kt_task)
+    name = kt_task[0].name
+    finite = latencies[name][np.isfinite(latencies[name])]
+    assert optima[name] == finite.min()
+    assert len(latencies[name]) == 4362 and (~np.isfinite(latencies[name])).sum() == 161
+    assert 0 < seconds[name] < 10
