@@ -107,8 +107,9 @@ def build_dataset(kernel_name: str, dtype: str, records: Iterable[Mapping[str, A
 def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, compile_workers: int | None = None,
           stop_after_s: float | None = None, limit_configs: int | None = None, seed: int = 0,
           timing: TimingPolicy = TimingPolicy(), command: Sequence[str] = (),
-          make_bench: Callable[..., Any] | None = None) -> bool:
-    """Measure every valid config (or a seeded sample of `limit_configs`) on every shape; True when complete.
+          make_bench: Callable[..., Any] | None = None, configs: Sequence[Mapping[str, Any]] | None = None) -> bool:
+    """Measure every valid config (or a seeded sample of `limit_configs`, or the given `configs`) on every
+    shape; True when complete.
 
     `make_bench` builds the measuring back end (default: `GpuBench`); tests pass a stand-in to exercise
     resumption without a GPU.
@@ -123,8 +124,13 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
     kernel = get_kernel(kernel_name)
     shapes = [kernel.check_shape(shape) for shape in shapes]
     space = kernel.config_space()
-    configs = space.enumerate()
-    if limit_configs is not None:
+    if configs is not None:
+        for config in configs:
+            space.check(config)
+        configs = [dict(config) for config in configs]
+    elif limit_configs is None:
+        configs = space.enumerate()
+    else:
         configs = space.sample(np.random.default_rng(seed), limit_configs, unique=True)
     journal = Journal(out.with_suffix(".journal") / "journal.jsonl")
     records = journal.read()
@@ -182,25 +188,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kernel", default="matmul")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--shapes", required=True,
-                        help="comma-separated, e.g. 1x4096x4096,16x14336x4096, or 'default': the kernel's DATASET_SHAPES")
+                        help="comma-separated, e.g. 1x4096x4096,16x14336x4096, or the name of one of the kernel's SHAPE_SETS")
     parser.add_argument("--out", type=Path, required=True, help="dataset parquet file to write when complete")
     parser.add_argument("--compile-workers", type=int, default=None, help="default: CPU cores - 1")
     parser.add_argument("--stop-after-s", type=float, default=None, help="stop cleanly after this many seconds")
     parser.add_argument("--limit-configs", type=int, default=None, help="a seeded sample instead of every config")
+    parser.add_argument("--configs", type=Path, default=None, help="a JSON list of configs instead of every config")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.configs is not None and args.limit_configs is not None:
+        parser.error("--configs and --limit-configs exclude each other")
     kernel = get_kernel(args.kernel)
     if args.dtype not in kernel.DTYPES:
         parser.error(f"unknown dtype {args.dtype!r} for {args.kernel}; allowed: {', '.join(kernel.DTYPES)}")
     try:
-        shapes = (list(kernel.DATASET_SHAPES) if args.shapes == "default"
+        shapes = (list(kernel.SHAPE_SETS[args.shapes]) if args.shapes in kernel.SHAPE_SETS
                   else parse_shapes(args.shapes, len(kernel.SHAPE_NAMES)))
     except ValueError as error:
         parser.error(str(error))
     command = ["python", "-m", "tunebench.collect", *(argv if argv is not None else sys.argv[1:])]
     complete = sweep(args.kernel, args.dtype, shapes, args.out, compile_workers=args.compile_workers,
                      stop_after_s=args.stop_after_s, limit_configs=args.limit_configs, seed=args.seed,
-                     command=command)
+                     command=command, configs=json.loads(args.configs.read_text()) if args.configs else None)
     return 0 if complete else 3
 
 

@@ -12,7 +12,7 @@ KERNELS = ("matmul",)
 KERNEL_INTERFACE = (
     "NAME", "SHAPE_NAMES", "DTYPES", "VENDOR_LIBRARY", "TOLERANCE",
     "config_space", "make_inputs", "reference", "relative_error", "run", "run_vendor",
-    "compile_only", "specialization", "check_shape", "flops", "bytes_moved", "DATASET_SHAPES",
+    "compile_only", "specialization", "check_shape", "flops", "bytes_moved", "SHAPE_SETS",
 )
 
 
