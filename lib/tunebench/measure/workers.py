@@ -67,6 +67,7 @@ class Worker:
         try:
             answer = self.connection.recv()
         except (EOFError, OSError):
+            self.process.join(timeout=5)  # the pipe closes a moment before the exit code is known
             exit_code = self.process.exitcode
             self.restart()
             raise WorkerDied(f"{self.name} exited (exit code {exit_code}) while serving a request") from None
