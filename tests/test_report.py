@@ -1,6 +1,6 @@
-"""Headless notebook reports: parameter checks, the GEMM dataset notebook rendered to HTML, the index, summaries.
+"""Headless notebook reports: parameter checks, the search-space notebook rendered to HTML, the index, summaries.
 
-Three kernels are started in all (the GEMM notebook ok and failing, a cell timeout): each costs seconds.
+Three kernels are started in all (the search-space notebook ok and failing, a cell timeout): each costs seconds.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import pytest
 from papermill.exceptions import PapermillExecutionError
 
 from tunebench import report
-from tunebench.dataset_summary import (best_per_shape, first_shapes, plot_best_vs_vendor,
-                                       plot_latency_distributions, shape_label, status_shares)
+from tunebench.dataset_summary import best_per_shape, first_shapes, shape_label, status_shares
 from tunebench.measure.dataset import Dataset, save_dataset
+from tunebench.plots import plot_best_vs_vendor, plot_latency_distributions
 from tunebench.space import Ordinal, PowerOfTwo
 
-NOTEBOOK = report.NOTEBOOK_DIR / "gemm_dataset.py"
+NOTEBOOK = report.NOTEBOOK_DIR / "search_space.py"
 SHAPES = [(16, 1024, 1024), (128, 2048, 1024), (4096, 4096, 4096)]
 GPU = "Test GPU 80GB"
 EMBEDDED_PNG = "data:image/png;base64,"
@@ -70,7 +70,7 @@ def write_notebook(path: Path, parameters_source: str) -> Path:
 
 # -- parameters ------------------------------------------------------------------------------------
 
-def test_read_parameters_of_the_gemm_notebook() -> None:
+def test_read_parameters_of_the_search_space_notebook() -> None:
     assert report.read_parameters(NOTEBOOK) == {"dataset": "results/datasets/matmul_bfloat16_h100.parquet",
                                                 "max_shapes": 0}
 
@@ -118,12 +118,12 @@ def test_run_notebook_rejects_a_misspelled_parameter_before_running(tmp_path: Pa
     assert not list(tmp_path.iterdir())
 
 
-# -- the rendered GEMM report ----------------------------------------------------------------------
+# -- the rendered search-space report ----------------------------------------------------------------------
 
 def test_report_renders_figures_header_and_no_code(ok_run: tuple[int, Path], dataset_file: Path) -> None:
     failures, out_dir = ok_run
     assert failures == 0
-    text = (out_dir / "gemm_dataset.html").read_text()
+    text = (out_dir / "search_space.html").read_text()
     assert text.count(EMBEDDED_PNG) >= 2
     assert not re.search(r"<img[^>]+src=['\"](?!data:)", text), "every image is embedded"
     header = text[text.index("tunebench-run-header"):]
@@ -131,13 +131,13 @@ def test_report_renders_figures_header_and_no_code(ok_run: tuple[int, Path], dat
     assert "Data provenance" in header and GPU in header and "999.1" in header
     assert "hl-ipython3" not in text and "load_dataset" not in text, "code input is hidden"
     assert "vendor library on 2 of 2 shapes" in text, "max_shapes=2 was applied"
-    assert (out_dir / "gemm_dataset.ipynb").exists()
+    assert (out_dir / "search_space.ipynb").exists()
 
 
 def test_index_links_each_report_with_status_and_parameters(ok_run: tuple[int, Path], dataset_file: Path) -> None:
     _, out_dir = ok_run
     index = (out_dir / "index.html").read_text()
-    assert "href='gemm_dataset.html'" in index
+    assert "href='search_space.html'" in index
     assert ">ok<" in index and "max_shapes = 2" in index and html.escape(repr(str(dataset_file))) in index
     assert not [path.name for path in out_dir.iterdir() if path.name.startswith(".")], "no temporary files left"
 
@@ -146,7 +146,7 @@ def test_failing_notebook_still_renders_its_error_and_raises(tmp_path: Path) -> 
     missing = tmp_path / "no_such_dataset.parquet"
     with pytest.raises(PapermillExecutionError, match="FileNotFoundError"):
         report.run_notebook(NOTEBOOK, tmp_path / "out", {"dataset": str(missing)})
-    text = (tmp_path / "out" / "gemm_dataset.html").read_text()
+    text = (tmp_path / "out" / "search_space.html").read_text()
     assert "FileNotFoundError" in text and html.escape(f"no dataset file at {missing}") in text
 
 
@@ -190,11 +190,11 @@ def test_build_reports_checks_every_notebook_before_running_any(tmp_path: Path,
 def test_cli_parses_parameters_as_literals_else_strings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls = []
     monkeypatch.setattr(report, "build_reports", lambda *args, **kwargs: calls.append(args) or 1)
-    status = report.main(["notebooks/gemm_dataset.py", "--out", str(tmp_path), "-p", "max_shapes", "2",
+    status = report.main(["notebooks/search_space.py", "--out", str(tmp_path), "-p", "max_shapes", "2",
                           "-p", "dataset", "results/datasets/other.parquet"])
     assert status == 1, "a failed notebook makes the exit status non-zero"
     notebooks, out_dir, overrides = calls[0]
-    assert notebooks == [Path("notebooks/gemm_dataset.py")] and out_dir == tmp_path
+    assert notebooks == [Path("notebooks/search_space.py")] and out_dir == tmp_path
     assert overrides == {"max_shapes": 2, "dataset": "results/datasets/other.parquet"}
 
 

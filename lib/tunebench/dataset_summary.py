@@ -1,12 +1,13 @@
-"""Summaries of one recorded dataset for its notebook: status shares, best config vs vendor, and two plots.
+"""Tables that summarize one recorded dataset: status shares, parameter effects, failures, best config vs vendor.
 
-Every function takes a `tunebench.measure.dataset.Dataset`; shapes are labelled like "16×4096×4096".
+Every function takes a `tunebench.measure.dataset.Dataset`; shapes are labelled like "16×4096×4096". Figures of
+these tables live in `tunebench.plots`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pandas as pd
@@ -14,12 +15,10 @@ import pandas as pd
 from tunebench.measure.result import Status
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
-
     from tunebench.measure.dataset import Dataset
 
 STATUSES = tuple(status.value for status in Status)
+FAILURE_STATUSES = tuple(status for status in STATUSES if status != Status.OK.value)
 # FLOPs are counted only for a plain GEMM (C = A @ B, a multiply and an add per term), recognized by its shape names.
 GEMM_SHAPE_NAMES = ("M", "N", "K")
 
@@ -42,6 +41,17 @@ def first_shapes(dataset: Dataset, count: int) -> Dataset:
     return dataclasses.replace(dataset, measurements=rows_kept(dataset.measurements), vendor=rows_kept(dataset.vendor))
 
 
+def spread_shapes(shapes: Sequence[tuple], count: int) -> list[tuple]:
+    """`count` of the shapes, evenly spaced through their sorted order (for a GEMM: spread over M), first and
+    last included; all of them when count is 0 or at least their number."""
+    ordered = sorted(shapes)
+    if count <= 0 or count >= len(ordered):
+        return ordered
+    if count == 1:
+        return [ordered[0]]
+    return [ordered[int(round(position))] for position in np.linspace(0, len(ordered) - 1, count)]
+
+
 def status_shares(dataset: Dataset) -> pd.DataFrame:
     """Per shape: configs measured, valid (ok) configs, then the share (0 to 1) of each status."""
     names = list(dataset.shape_names)
@@ -52,6 +62,44 @@ def status_shares(dataset: Dataset) -> pd.DataFrame:
     table = table.join(counts.div(counts.sum(axis=1), axis=0))
     table.columns.name = None
     return table.reset_index()
+
+
+def varying_parameters(dataset: Dataset) -> list[str]:
+    """The parameters that take more than one value in the recorded configs (the others show no effect)."""
+    return [name for name in dataset.parameter_names if dataset.measurements[name].nunique() > 1]
+
+
+def relative_latencies(dataset: Dataset) -> pd.DataFrame:
+    """The ok measurements with a `relative` column: latency / the best ok latency of the same shape (>= 1)."""
+    names = list(dataset.shape_names)
+    ok = dataset.measurements[dataset.measurements["status"] == Status.OK.value].copy()
+    ok["relative"] = ok["latency_ms"] / ok.groupby(names)["latency_ms"].transform("min")
+    return ok
+
+
+def best_with_value_fixed(dataset: Dataset, parameter: str) -> pd.DataFrame:
+    """Per value of `parameter`: the best latency with that value fixed, relative to the shape's best, as the
+    median over shapes (`relative_best`; 1 means some optimum uses this value) and the shapes counted."""
+    ok = relative_latencies(dataset)
+    per_shape = ok.groupby([*dataset.shape_names, parameter])["relative"].min().reset_index()
+    return (per_shape.groupby(parameter)["relative"].agg(relative_best="median", shapes="size")
+            .reset_index().sort_values(parameter, ignore_index=True))
+
+
+def failure_shares_by_value(dataset: Dataset, parameter: str) -> pd.DataFrame:
+    """Per value of `parameter`, pooled over shapes: configs recorded and the share (0 to 1) of each failure status."""
+    measurements = dataset.measurements
+    counts = pd.crosstab(measurements[parameter], measurements["status"])
+    counts = counts.reindex(columns=list(STATUSES), fill_value=0)
+    table = pd.DataFrame({"configs": counts.sum(axis=1)}).join(
+        counts[list(FAILURE_STATUSES)].div(counts.sum(axis=1), axis=0))
+    table.columns.name = None
+    return table.reset_index().sort_values(parameter, ignore_index=True)
+
+
+def failure_count(dataset: Dataset) -> int:
+    """How many recorded configs (over all shapes) did not end ok."""
+    return int((dataset.measurements["status"] != Status.OK.value).sum())
 
 
 def best_per_shape(dataset: Dataset) -> pd.DataFrame:
@@ -77,67 +125,6 @@ def best_per_shape(dataset: Dataset) -> pd.DataFrame:
     return table.sort_values(names, ignore_index=True)
 
 
-def _new_axes(ax: Axes | None, rows: int) -> Axes:
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 1.2 + 0.45 * max(rows, 1)), layout="constrained")
-    return ax
-
-
-def plot_latency_distributions(dataset: Dataset, ax: Axes | None = None) -> Figure:
-    """Box plot per shape of every valid config's latency relative to the shape's best (log scale)."""
-    import seaborn as sns
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    names = list(dataset.shape_names)
-    ok = dataset.measurements[dataset.measurements["status"] == Status.OK.value]
-    frame = pd.DataFrame({
-        "shape": [shape_label(shape) for shape in ok[names].itertuples(index=False, name=None)],
-        "relative": ok["latency_ms"] / ok.groupby(names)["latency_ms"].transform("min"),
-    })
-    order = [shape_label(shape) for shape in sorted(set(ok[names].itertuples(index=False, name=None)))]
-    ax = _new_axes(ax, len(order))
-    sns.boxplot(frame, x="relative", y="shape", order=order, log_scale=True, fliersize=2, ax=ax)
-    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}×"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("latency / best latency of the shape (log scale)")
-    ax.set_ylabel(f"shape ({'×'.join(names)})")
-    ax.set_title("Valid configs: how far from the best")
-    return ax.figure
-
-
-def plot_best_vs_vendor(dataset: Dataset, ax: Axes | None = None) -> Figure:
-    """Bars per shape: the best Triton config's speedup over the vendor library, labelled with both throughputs.
-
-    A speedup rather than raw TFLOP/s keeps small, memory-bound shapes as readable as large ones.
-    """
-    import seaborn as sns
-
-    best = best_per_shape(dataset)
-    labels = [shape_label(shape) for shape in best[list(dataset.shape_names)].itertuples(index=False, name=None)]
-    vendor_name = best["vendor_library"].dropna().iloc[0] if best["vendor_library"].notna().any() else "vendor"
-    gemm = "tflops" in best
-    triton_column, vendor_column, unit = ("tflops", "vendor_tflops", "TFLOP/s") if gemm else (
-        "latency_ms", "vendor_ms", "ms")
-    texts = [f"{row.speedup:.2f}× ({getattr(row, triton_column):.3g} vs {getattr(row, vendor_column):.3g} {unit})"
-             if np.isfinite(row.speedup) else "no valid config or no vendor time" for row in best.itertuples()]
-    ax = _new_axes(ax, len(labels))
-    bars = ax.barh(range(len(labels)), best["speedup"].fillna(0.0), color=sns.color_palette()[0])
-    for text in ax.bar_label(bars, labels=texts, padding=3, fontsize="small"):
-        text.set_bbox({"facecolor": "white", "edgecolor": "none", "pad": 1})  # legible over the line at 1
-    ax.axvline(1.0, color="0.3", linestyle="--", linewidth=1)
-    ax.set_yticks(range(len(labels)), labels)
-    ax.invert_yaxis()  # first shape on top, as in the tables
-    ax.margins(x=0.45)  # room for the bar labels
-    ax.set_xlim(left=0)
-    ax.set_xlabel(f"speedup over {vendor_name}\n(vendor latency / best Triton latency; > 1: Triton faster)")
-    ax.set_ylabel(f"shape ({'×'.join(dataset.shape_names)})")
-    ax.set_title(f"Best Triton config vs {vendor_name}")
-    return ax.figure
-
-
 def speedup_summary(best: pd.DataFrame) -> str:
     """One sentence: on how many shapes the best Triton config beats the vendor, and the median speedup."""
     speedup = best["speedup"].dropna()
@@ -145,3 +132,20 @@ def speedup_summary(best: pd.DataFrame) -> str:
         return "No shape has both a valid Triton config and a vendor measurement."
     return (f"The best Triton config beats the vendor library on {int((speedup > 1).sum())} of {len(speedup)} "
             f"shapes; median speedup {np.median(speedup):.2f}× (vendor latency / best Triton latency).")
+
+
+def provenance_line(dataset: Dataset) -> str:
+    """One line saying where a dataset's numbers come from: GPU, software, date, and the command or citation."""
+    provenance = dataset.provenance
+    parts = [f"{dataset.kernel} {dataset.dtype} on {provenance.get('gpu_name', dataset.gpu)}"]
+    software = ", ".join(f"{name} {provenance[name]}" for name in ("driver", "cuda", "torch", "triton")
+                         if provenance.get(name))
+    if software:
+        parts.append(software)
+    timing = provenance.get("timing")
+    if isinstance(timing, dict) and timing.get("method"):
+        parts.append(f"timing: {timing['method']}")
+    for name in ("date", "command", "citation"):
+        if provenance.get(name):
+            parts.append(f"{name}: {provenance[name]}")
+    return "; ".join(parts)

@@ -21,7 +21,8 @@ from typing import Callable, Mapping, Sequence
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 # The notebooks that `make report` renders, by file name in notebooks/.
-DEFAULT_NOTEBOOKS = ("gemm_dataset.py",)
+# sampled_configs reuses the study that strategy_comparison writes, so it comes after it.
+DEFAULT_NOTEBOOKS = ("search_space.py", "strategy_comparison.py", "sampled_configs.py", "surrogate_ablation.py")
 FIGURE_DPI = 110
 # Kernelspecs tried in order: the one `make` registers inside the venv, then ipykernel's own.
 KERNEL_CANDIDATES = ("tunebench", "python3")
@@ -272,7 +273,7 @@ def _parse_value(text: str) -> object:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tunebench.report", description="Execute notebooks headless and render HTML reports.",
-        epilog="example: python -m tunebench.report notebooks/gemm_dataset.py "
+        epilog="example: python -m tunebench.report notebooks/search_space.py "
                "-p dataset results/datasets/other.parquet")
     parser.add_argument("notebooks", nargs="*", type=Path, metavar="NOTEBOOK",
                         help=f"jupytext notebooks to run (default: {', '.join(DEFAULT_NOTEBOOKS)} in notebooks/)")

@@ -1,0 +1,104 @@
+"""The search-space and strategy notebooks run headless through papermill with tiny parameters and render their
+figures and tables.
+
+The strategy_comparison run writes a tiny study (2 strategies x 2 tasks x 2 seeds, budget 20) into a temporary
+folder; sampled_configs then reads it, as `make report` does with the default study.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from papermill.exceptions import PapermillExecutionError
+
+from tunebench import report
+from tunebench.plots import StudyPlan
+
+GEMM = "results/datasets/matmul_bfloat16_h100.parquet"
+KERNEL_TUNER_A100 = "../shared/datasets/kerneltuner/convolution_A100.json.gz"
+TINY_STUDY = {"datasets": [GEMM, KERNEL_TUNER_A100], "shapes_per_dataset": 1, "strategies": ["random", "pattern"],
+              "seeds": 2, "budget": 20}
+FIGURE = re.compile(r"<img[^>]*src=\"data:image/png;base64,")  # an embedded figure (the page's CSS has a PNG too)
+DATA_TABLE = re.compile(r"<table id=\"T_")  # a pandas Styler table (the run header's tables are not)
+
+
+def kernel_tuner_cache() -> Path:
+    path = report.REPO_ROOT.parent / "shared" / "datasets" / "kerneltuner" / "convolution_A100.json.gz"
+    if not path.is_file():
+        pytest.skip(f"the shared Kernel Tuner cache is not at {path}")
+    return path
+
+
+def render(name: str, out_dir: Path, parameters: dict) -> str:
+    return report.run_notebook(report.NOTEBOOK_DIR / name, out_dir, parameters).read_text()
+
+
+def test_the_default_reports_include_these_notebooks_study_first() -> None:
+    order = list(report.DEFAULT_NOTEBOOKS)
+    assert {"search_space.py", "strategy_comparison.py", "sampled_configs.py"} <= set(order)
+    assert order.index("strategy_comparison.py") < order.index("sampled_configs.py"), "the study is written first"
+    assert not (report.NOTEBOOK_DIR / "gemm_dataset.py").exists(), "search_space replaces it"
+    assert sorted(path.name for path in report.NOTEBOOK_DIR.glob("*.py")) == sorted(order), "every notebook is a report"
+
+
+def test_search_space_on_the_gemm_dataset(tmp_path: Path) -> None:
+    text = render("search_space.py", tmp_path, {"max_shapes": 2})
+    # latency spread, parameter effects, best vs vendor, roofline
+    assert len(FIGURE.findall(text)) == 4
+    assert len(DATA_TABLE.findall(text)) == 2, "status table and best config per shape"
+    assert "No failures recorded" in text and "vendor library on 1 of 2 shapes" in text
+
+
+def test_search_space_on_a_kernel_tuner_cache_shows_where_failures_lie(tmp_path: Path) -> None:
+    text = render("search_space.py", tmp_path, {"dataset": str(kernel_tuner_cache())})
+    # latency spread, parameter effects, failures by parameter; no vendor, no roofline
+    assert len(FIGURE.findall(text)) == 3
+    assert "No failures recorded" not in text and "records no vendor library" in text
+    assert "A roofline is drawn for GEMM datasets" in text
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, Path]:
+    kernel_tuner_cache()
+    study_dir = tmp_path_factory.mktemp("studies")
+    out_dir = tmp_path_factory.mktemp("reports")
+    text = render("strategy_comparison.py", out_dir, {**TINY_STUDY, "study_dir": str(study_dir)})
+    plan = StudyPlan.from_parameters({**report.read_parameters(report.NOTEBOOK_DIR / "strategy_comparison.py"),
+                                      **TINY_STUDY})
+    return text, study_dir, plan.path(study_dir)
+
+
+def test_strategy_comparison_writes_its_study_and_renders_traces_and_tables(tiny_study) -> None:
+    text, study_dir, trace_path = tiny_study
+    assert trace_path.parent == study_dir and trace_path.is_file() and trace_path.with_suffix(".json").is_file()
+    trace = pd.read_parquet(trace_path)
+    assert set(trace["strategy"]) == {"random", "pattern"} and trace["task"].nunique() == 2
+    assert trace.groupby(["strategy", "task", "seed"])["eval_index"].max().eq(20).all()
+    # per task vs evaluations, per task vs seconds, aggregated, failure shares
+    assert len(FIGURE.findall(text)) == 4
+    assert len(DATA_TABLE.findall(text)) == 4, "overview, per-task evaluations, per-task seconds, overhead"
+    assert "8 runs (2 strategies × 2 tasks × 2 seeds)" in text
+    assert "NVIDIA A100-PCIE-40GB" in text and "NVIDIA H100 80GB HBM3" in text, "provenance of each dataset"
+    assert "Traceback" not in text
+
+
+def test_strategy_comparison_refuses_a_live_backend_with_directions(tmp_path: Path) -> None:
+    with pytest.raises(PapermillExecutionError, match="NotImplementedError"):
+        render("strategy_comparison.py", tmp_path, {**TINY_STUDY, "backend": "live", "study_dir": str(tmp_path)})
+    text = (tmp_path / "strategy_comparison.html").read_text()
+    assert "tunebench.measure.live.LiveEvaluator" in text and "tunebench.study.run_search" in text
+    assert not list(tmp_path.glob("*.parquet")), "nothing was run"
+
+
+def test_sampled_configs_reads_the_study_and_draws_pca_and_failures(tiny_study, tmp_path: Path) -> None:
+    _, _, trace_path = tiny_study
+    text = render("sampled_configs.py", tmp_path, {"study": str(trace_path), "task": "convolution_A100:4096x4096",
+                                                   "seed": -1})
+    # PCA coloured by strategy, PCA coloured by latency, failure shares
+    assert len(FIGURE.findall(text)) == 3
+    assert "is not there yet" not in text, "the given study was read, not run"
+    with pytest.raises(PapermillExecutionError, match="ValueError"):
+        render("sampled_configs.py", tmp_path, {"study": str(trace_path), "task": "no_such:1x1"})
