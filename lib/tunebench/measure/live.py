@@ -88,13 +88,13 @@ class _TimingHandler:
     def __init__(self, kernel_name: str, dtype: str, policy: TimingPolicy, seed: int) -> None:
         import torch
 
-        from tunebench.measure.timing import flush_buffer
+        from tunebench.measure.timing import Timer
 
         self.torch = torch
         torch.backends.cuda.matmul.allow_tf32 = False  # the reference must be true fp32
         self.kernel = get_kernel(kernel_name)
-        self.dtype, self.policy, self.seed = dtype, policy, seed
-        self.flush = flush_buffer(policy)
+        self.dtype, self.seed = dtype, seed
+        self.timer = Timer(policy)
         self.shape: Shape | None = None
 
     def _prepare(self, shape: Shape) -> None:
@@ -106,8 +106,6 @@ class _TimingHandler:
             self.shape = shape
 
     def __call__(self, request: tuple) -> dict[str, Any]:
-        from tunebench.measure.timing import time_callable
-
         kind, shape, config = request
         start = time.perf_counter()
         try:
@@ -124,7 +122,7 @@ class _TimingHandler:
             if not error <= tolerance:
                 return {"status": Status.WRONG_RESULT.value, "bench_s": time.perf_counter() - start,
                         "error": f"relative error {error:.3g} > tolerance {tolerance:g}"}
-            repeats = time_callable(function, self.policy, self.flush)
+            repeats = self.timer.time(function)
         except Exception as error:
             status, fatal = _classify_timing_error(error)
             return {"status": status.value, "bench_s": time.perf_counter() - start, "error": _short_error(error),
@@ -141,14 +139,40 @@ def _timing_handler(kernel_name: str, dtype: str, policy: TimingPolicy, seed: in
 # Parent side
 # --------------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class CorePlan:
+    """Which CPU cores the timing worker has to itself and which the compile workers (and this process) share.
+
+    A timing worker that shares its core with busy compile workers is preempted between launching a kernel and
+    recording its end event; the gap then counts as kernel time (seen as runs 10x slower than their neighbours).
+    """
+
+    timing: frozenset[int] | None
+    shared: frozenset[int] | None
+
+    @classmethod
+    def for_this_machine(cls, min_cores: int = 4) -> CorePlan:
+        """The first core of this process's affinity for timing and the rest shared; no pinning on fewer cores."""
+        cores = sorted(os.sched_getaffinity(0))
+        if len(cores) < min_cores:
+            return cls(None, None)
+        return cls(frozenset(cores[:1]), frozenset(cores[1:]))
+
+    def default_compile_workers(self) -> int:
+        """One per shared core but one, left to this process; without a plan, one per core but one."""
+        cores = len(self.shared) if self.shared else (os.cpu_count() or 2)
+        return max(1, cores - 1)
+
+
 class CompilePool:
     """Compiles (config, shape) pairs on `workers` processes; a compile that outlives the timeout is killed."""
 
-    def __init__(self, kernel_name: str, dtype: str, workers: int, timeout_s: float) -> None:
+    def __init__(self, kernel_name: str, dtype: str, workers: int, timeout_s: float,
+                 cpus: frozenset[int] | None = None) -> None:
         if workers < 1:
             raise ValueError(f"compile workers must be >= 1, got {workers}")
         make = functools.partial(_compile_handler, kernel_name, dtype)
-        self.workers = [Worker(make, name=f"compile-{i}") for i in range(workers)]
+        self.workers = [Worker(make, name=f"compile-{i}", cpus=cpus) for i in range(workers)]
         self.timeout_s = timeout_s
 
     def compile(self, requests: Iterable[tuple[Any, tuple[Mapping[str, Any], Shape]]]) -> Iterator[tuple[Any, CompileOutcome]]:
@@ -190,6 +214,9 @@ class CompilePool:
 class GpuBench:
     """Compile workers and one timing worker for a kernel family and dtype, shared across shapes.
 
+    On a machine of 4 or more cores the timing worker gets a core of its own (`CorePlan`); the compile workers and
+    this process are confined to the others until `close`.
+
     Compiled binaries live in Triton's on-disk cache; a (config, specialization) compiled once is not
     compiled again, and its first compile time is reported for every shape that shares the binary:
     that is what a tuning run of that shape alone would pay.
@@ -206,10 +233,15 @@ class GpuBench:
         self.dtype = dtype
         self.space = self.kernel.config_space()
         self.timing = timing
-        self.compile_workers = compile_workers or max(1, (os.cpu_count() or 2) - 1)
+        self.cores = CorePlan.for_this_machine()
+        self.compile_workers = compile_workers or self.cores.default_compile_workers()
         self.bench_timeout_s = bench_timeout_s
-        self.compile_pool = CompilePool(kernel, dtype, self.compile_workers, compile_timeout_s)
-        self.timer = Worker(functools.partial(_timing_handler, kernel, dtype, timing, seed), name="timing")
+        self._affinity = os.sched_getaffinity(0)
+        if self.cores.shared:
+            os.sched_setaffinity(0, self.cores.shared)
+        self.compile_pool = CompilePool(kernel, dtype, self.compile_workers, compile_timeout_s, self.cores.shared)
+        self.timer = Worker(functools.partial(_timing_handler, kernel, dtype, timing, seed), name="timing",
+                            cpus=self.cores.timing)
         self.compiled: dict[tuple, CompileOutcome] = {}  # (specialization, key) -> outcome, this process
         # Compile times measured in an earlier sitting: a warm on-disk cache would otherwise report ~0 s.
         self.known_compile_s = dict(known_compile_s or {})
@@ -290,7 +322,8 @@ class GpuBench:
             "compute_capability": f"{properties.major}.{properties.minor}",
             "memory_gib": round(properties.total_memory / 2**30, 1), "driver": driver, "cuda": torch.version.cuda,
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
-            "host_cpus": os.cpu_count(), "compile_workers": self.compile_workers, "timing": self.timing.describe(),
+            "host_cpus": os.cpu_count(), "compile_workers": self.compile_workers,
+            "timing_core": sorted(self.cores.timing) if self.cores.timing else "shared", "timing": self.timing.describe(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join(command),
         }
@@ -298,6 +331,7 @@ class GpuBench:
     def close(self) -> None:
         self.compile_pool.close()
         self.timer.close()
+        os.sched_setaffinity(0, self._affinity)
 
     def __enter__(self) -> "GpuBench":
         return self

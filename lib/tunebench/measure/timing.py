@@ -6,6 +6,7 @@ The one notion of "the" latency in tunebench: the median of the repeats this mod
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -15,49 +16,107 @@ import torch
 @dataclass(frozen=True)
 class TimingPolicy:
     """How much to time each config. Defaults keep a full sweep affordable while the median stays stable
-    (repeatability is measured by benchmarks/measurement_throughput.py)."""
+    (repeatability is measured by benchmarks/measurement_throughput.py).
+
+    hold_base_ms, hold_per_run_ms: the timed runs are queued behind a GPU spin of hold_base_ms + count x
+    hold_per_run_ms, so that the host's launch delays (a busy CPU, the scheduler) never open idle gaps inside a
+    timed region: every run starts as soon as the GPU finishes the one before (nvbench's blocking kernel does
+    the same). When the spin ends before the host has queued everything, the round is timed again with a spin
+    `hold_retry_factor` times longer. hold_base_ms = 0 turns the hold off.
+    """
 
     warmup_runs: int = 1
     target_ms: float = 10.0  # timed GPU time aimed at per config; repeats = target / first estimate
     min_repeats: int = 3
     max_repeats: int = 30
     flush_bytes: int = 256 * 1024 * 1024  # larger than the L2 of any current GPU (H100: 50 MiB)
+    hold_base_ms: float = 0.3
+    hold_per_run_ms: float = 0.06  # host time to queue one flush, two events and a Triton launch, with margin
+    hold_retry_factor: float = 4.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_repeats <= self.max_repeats:
             raise ValueError(f"need 1 <= min_repeats <= max_repeats, got {self.min_repeats}, {self.max_repeats}")
         if self.target_ms <= 0 or self.warmup_runs < 0 or self.flush_bytes < 0:
             raise ValueError(f"target_ms must be > 0 and warmup_runs, flush_bytes >= 0: {self}")
+        if self.hold_base_ms < 0 or self.hold_per_run_ms < 0 or self.hold_retry_factor < 1:
+            raise ValueError(f"hold_base_ms and hold_per_run_ms must be >= 0 and hold_retry_factor >= 1: {self}")
 
     def repeats_for(self, estimate_ms: float) -> int:
         if estimate_ms <= 0:
             return self.max_repeats
         return max(self.min_repeats, min(self.max_repeats, math.ceil(self.target_ms / estimate_ms)))
 
+    def hold_ms(self, runs: int) -> float:
+        """GPU time the spin holds the stream for while `runs` timed runs are queued (0: no hold)."""
+        return self.hold_base_ms + runs * self.hold_per_run_ms if self.hold_base_ms > 0 else 0.0
+
     def describe(self) -> dict:
-        return {"method": "CUDA events around each run, L2 flushed before each run, median of repeats", **asdict(self)}
+        method = "CUDA events around each run, L2 flushed before each run, median of repeats"
+        if self.hold_base_ms > 0:
+            method += "; runs queued behind a GPU spin so host delays open no gaps"
+        return {"method": method, **asdict(self)}
 
 
-def _timed_runs(function: Callable[[], object], flush: torch.Tensor | None, count: int) -> list[float]:
+class Timer:
+    """Times callables on the current CUDA device with a policy; owns the L2 flush buffer and the spin's clock."""
+
+    def __init__(self, policy: TimingPolicy, device: torch.device | str = "cuda") -> None:
+        self.policy = policy
+        self.flush = flush_buffer(policy, device)
+        self.spin_cycles_per_ms = _spin_cycles_per_ms() if policy.hold_base_ms > 0 else 0.0
+        self.retries = 0  # rounds timed again because the spin ended before everything was queued
+
+    def time(self, function: Callable[[], object]) -> list[float]:
+        """The latencies in ms of `policy.repeats_for(estimate)` runs of `function`, each after an L2 flush."""
+        for _ in range(self.policy.warmup_runs):
+            function()
+        torch.cuda.synchronize()
+        estimate = self._timed_runs(function, 1)[0]
+        return self._timed_runs(function, self.policy.repeats_for(estimate))
+
+    def _timed_runs(self, function: Callable[[], object], count: int) -> list[float]:
+        hold_ms = self.policy.hold_ms(count)
+        while True:
+            times, drained = _timed_runs(function, self.flush, count, round(hold_ms * self.spin_cycles_per_ms))
+            if not drained or hold_ms >= self.policy.hold_ms(count) * self.policy.hold_retry_factor:
+                return times
+            self.retries += 1
+            hold_ms *= self.policy.hold_retry_factor
+
+
+def _timed_runs(function: Callable[[], object], flush: torch.Tensor | None, count: int,
+                hold_cycles: int) -> tuple[list[float], bool]:
+    """Times of `count` runs, and whether a hold was asked for and the spin ended before all were queued."""
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    held = torch.cuda.Event()
+    if hold_cycles > 0:
+        torch.cuda._sleep(hold_cycles)
+        held.record()
     for start, end in zip(starts, ends):
         if flush is not None:
             flush.zero_()
         start.record()
         function()
         end.record()
+    drained = hold_cycles > 0 and held.query()
     torch.cuda.synchronize()
-    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+    return [start.elapsed_time(end) for start, end in zip(starts, ends)], drained
 
 
-def time_callable(function: Callable[[], object], policy: TimingPolicy, flush: torch.Tensor | None) -> list[float]:
-    """The latencies in ms of `policy.repeats_for(estimate)` runs of `function`, each after an L2 flush."""
-    for _ in range(policy.warmup_runs):
-        function()
-    torch.cuda.synchronize()
-    estimate = _timed_runs(function, flush, 1)[0]
-    return _timed_runs(function, flush, policy.repeats_for(estimate))
+def _spin_cycles_per_ms(calibration_cycles: int = 2_000_000, rounds: int = 5) -> float:
+    """GPU clock cycles that `torch.cuda._sleep` spins per millisecond, measured (clocks vary by GPU and load)."""
+    torch.cuda._sleep(calibration_cycles)  # the first spin also raises the clocks from idle
+    elapsed = []
+    for _ in range(rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(calibration_cycles)
+        end.record()
+        end.synchronize()
+        elapsed.append(start.elapsed_time(end))
+    return calibration_cycles / statistics.median(elapsed)
 
 
 def flush_buffer(policy: TimingPolicy, device: torch.device | str = "cuda") -> torch.Tensor | None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import os
 import time
-from typing import Any, Callable
+from typing import AbstractSet, Any, Callable
 
 Handler = Callable[[Any], Any]
 
@@ -21,7 +22,10 @@ class WorkerTimedOut(RuntimeError):
     """The worker did not answer within the deadline and was killed."""
 
 
-def _serve(connection: multiprocessing.connection.Connection, make_handler: Callable[[], Handler]) -> None:
+def _serve(connection: multiprocessing.connection.Connection, make_handler: Callable[[], Handler],
+           cpus: AbstractSet[int] | None) -> None:
+    if cpus:
+        os.sched_setaffinity(0, cpus)
     handler = make_handler()
     while True:
         try:
@@ -34,18 +38,21 @@ def _serve(connection: multiprocessing.connection.Connection, make_handler: Call
 
 
 class Worker:
-    """A long-lived child process running `make_handler()` once, then answering one request at a time."""
+    """A long-lived child process running `make_handler()` once, then answering one request at a time; with `cpus`,
+    the process runs on those CPU cores only."""
 
-    def __init__(self, make_handler: Callable[[], Handler], name: str = "worker") -> None:
+    def __init__(self, make_handler: Callable[[], Handler], name: str = "worker",
+                 cpus: AbstractSet[int] | None = None) -> None:
         self._make_handler = make_handler
         self.name = name
+        self.cpus = frozenset(cpus) if cpus else None
         self.restarts = 0
         self._start()
 
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")
         self.connection, child_end = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child_end, self._make_handler), name=self.name, daemon=True)
+        self.process = context.Process(target=_serve, args=(child_end, self._make_handler, self.cpus), name=self.name, daemon=True)
         self.process.start()
         child_end.close()
         self.busy_since: float | None = None

@@ -1,0 +1,71 @@
+"""The timing method: the policy's arithmetic on a CPU; on a GPU, that queuing runs behind a spin keeps host
+delays out of the measured times, and that the timing worker gets a core of its own."""
+
+import os
+import time
+
+import pytest
+import torch
+
+from tunebench.measure.live import CorePlan
+from tunebench.measure.timing import Timer, TimingPolicy
+from tunebench.measure.workers import Worker
+
+
+def test_repeats_and_hold_follow_the_policy():
+    policy = TimingPolicy(target_ms=10.0, min_repeats=3, max_repeats=30, hold_base_ms=0.5, hold_per_run_ms=0.1)
+    assert [policy.repeats_for(ms) for ms in (0.01, 1.0, 4.0, 100.0)] == [30, 10, 3, 3]
+    assert policy.hold_ms(10) == pytest.approx(1.5)
+    assert TimingPolicy(hold_base_ms=0.0).hold_ms(10) == 0.0
+    assert "GPU spin" in policy.describe()["method"] and "GPU spin" not in TimingPolicy(hold_base_ms=0).describe()["method"]
+
+
+@pytest.mark.parametrize("bad", [{"min_repeats": 0}, {"hold_per_run_ms": -1.0}, {"hold_retry_factor": 0.5}])
+def test_bad_policy_is_an_error(bad):
+    with pytest.raises(ValueError):
+        TimingPolicy(**bad)
+
+
+def _affinity_handler():
+    return lambda request: sorted(os.sched_getaffinity(0))
+
+
+def test_a_worker_runs_on_the_cores_it_is_given():
+    core = min(os.sched_getaffinity(0))
+    worker = Worker(_affinity_handler, name="pinned", cpus={core})
+    try:
+        assert worker.call("cores?", timeout_s=60) == [core]
+    finally:
+        worker.close()
+
+
+def test_the_core_plan_reserves_one_core_for_timing():
+    cores = sorted(os.sched_getaffinity(0))
+    plan = CorePlan.for_this_machine(min_cores=1)
+    assert plan.timing == {cores[0]} and plan.shared == set(cores[1:])
+    assert not plan.timing & (plan.shared or set())
+    unpinned = CorePlan.for_this_machine(min_cores=len(cores) + 1)
+    assert unpinned.timing is None and unpinned.shared is None
+
+
+@pytest.mark.gpu
+def test_the_hold_keeps_host_delays_out_of_the_measured_times():
+    x = torch.zeros(1024, device="cuda")
+
+    def slow_host_fast_kernel():
+        time.sleep(0.001)  # a host that takes 1 ms to launch a kernel of a few microseconds
+        x.add_(1.0)
+
+    held = Timer(TimingPolicy(min_repeats=10, max_repeats=10, hold_base_ms=1.0, hold_per_run_ms=3.0))
+    unheld = Timer(TimingPolicy(min_repeats=10, max_repeats=10, hold_base_ms=0.0))
+    held_ms, unheld_ms = sorted(held.time(slow_host_fast_kernel)), sorted(unheld.time(slow_host_fast_kernel))
+    assert held_ms[5] < 0.2, held_ms
+    assert unheld_ms[5] > 0.8, unheld_ms
+
+
+@pytest.mark.gpu
+def test_a_spin_too_short_for_the_host_is_timed_again():
+    x = torch.zeros(1024, device="cuda")
+    timer = Timer(TimingPolicy(min_repeats=5, max_repeats=5, hold_base_ms=0.05, hold_per_run_ms=0.01))
+    timer.time(lambda: (time.sleep(0.002), x.add_(1.0)))
+    assert timer.retries >= 1
