@@ -1,0 +1,241 @@
+"""The dispatcher: a trained ranker that picks a config for an unseen GEMM shape, saved with a JSON header.
+
+`Predictor.rank` scores every candidate with the model (sklearn); `Predictor.best_config` is the fast path: it
+scores a shortlist (the model's top configs of the nearest training shapes) with the same trees compiled to flat
+numpy arrays, because sklearn's predict pays about 10-20 us per tree per call whatever the number of rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import sklearn
+
+from tunebench.kernels import matmul
+from tunebench.predict.features import Hardware, check_dtype, feature_names, features
+from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData
+from tunebench.space import Space, parameter_from_spec
+
+MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
+FORMAT_VERSION = 1
+SHORTLIST_NEIGHBOURS = 4  # training shapes whose top configs form a query's shortlist
+SHORTLIST_PER_SHAPE = 8  # top configs kept per training shape
+# Distance between shapes for the shortlist: |d log2 M| + 0.5 (|d log2 N| + |d log2 K|), and a mismatch in the
+# divisibility of N or K by 16 (vectorized loads or not) counts as far as 4 octaves of M.
+NEIGHBOUR_WEIGHTS = np.array([1.0, 0.5, 0.5])
+DIVISIBILITY_MISMATCH = 4.0
+
+
+class PredictorError(ValueError):
+    """A predictor file that is malformed, or that does not fit the kernel, GPU, dtype or feature code asked for."""
+
+
+class CompiledForest:
+    """The trees of a fitted HistGradientBoostingRegressor as flat arrays, evaluated level by level with numpy over
+    every (row, tree) pair at once. Exactly sklearn's predictions for inputs without NaN (a test checks). Reads
+    sklearn's private `_predictors` and `_baseline_prediction`: the equality test guards a change of version."""
+
+    def __init__(self, model: Any) -> None:
+        trees = [predictors[0].nodes for predictors in model._predictors]
+        sizes = np.array([len(nodes) for nodes in trees])
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        nodes = np.concatenate(trees)
+        base = np.repeat(offsets, sizes)
+        leaf = nodes["is_leaf"].astype(bool)
+        if nodes["is_categorical"].any():
+            raise ValueError("categorical splits are not supported by the compiled forest")
+        index = np.arange(len(nodes))
+        left = np.where(leaf, index, nodes["left"].astype(np.int64) + base)
+        right = np.where(leaf, index, nodes["right"].astype(np.int64) + base)
+        self.roots = offsets.astype(np.int64)
+        self.feature = nodes["feature_idx"].astype(np.int64)
+        self.threshold = np.where(leaf, np.inf, nodes["num_threshold"])
+        self.children = np.column_stack([left, right]).ravel()  # 2 * node + (go right)
+        self.value = nodes["value"].astype(np.float64)
+        self.depth = int(nodes["depth"].max())
+        self.baseline = float(np.asarray(model._baseline_prediction).ravel()[0])
+        self.n_features = int(model.n_features_in_)
+
+    def predict(self, matrix: np.ndarray) -> np.ndarray:
+        matrix = np.ascontiguousarray(matrix, dtype=np.float64)
+        rows = matrix.shape[0]
+        flat = matrix.ravel()
+        row_start = np.repeat(np.arange(rows) * self.n_features, len(self.roots))
+        node = np.tile(self.roots, rows)
+        for _ in range(self.depth):
+            go_right = flat[row_start + self.feature[node]] > self.threshold[node]
+            node = self.children[2 * node + go_right]
+        return self.value[node].reshape(rows, len(self.roots)).sum(axis=1) + self.baseline
+
+
+@dataclass
+class Shortlist:
+    """Per training shape, its log2 shape, divisibility flags and the candidate indices the model ranks highest."""
+
+    log2_shapes: np.ndarray  # (shapes, 3)
+    aligned: np.ndarray  # (shapes, 2) N and K divisible by 16
+    top: np.ndarray  # (shapes, SHORTLIST_PER_SHAPE)
+
+    def for_shape(self, shape: Sequence[int]) -> np.ndarray:
+        """Candidate indices: the top lists of the SHORTLIST_NEIGHBOURS nearest training shapes, deduplicated."""
+        shape = np.asarray(shape, dtype=np.float64)
+        distance = (np.abs(self.log2_shapes - np.log2(shape)) @ NEIGHBOUR_WEIGHTS
+                    + DIVISIBILITY_MISMATCH * (self.aligned != (shape[1:] % 16 == 0)).any(axis=1))
+        nearest = np.argpartition(distance, min(SHORTLIST_NEIGHBOURS, len(distance)) - 1)[:SHORTLIST_NEIGHBOURS]
+        return np.unique(self.top[nearest])
+
+
+def checked_shape(shape: Sequence[int]) -> tuple[int, int, int]:
+    """(M, N, K) as Python ints, numpy integers accepted; a clear error for anything else or a dimension < 1."""
+    return matmul.check_shape(tuple(int(size) if isinstance(size, np.integer) else size for size in shape))
+
+
+class Predictor:
+    """A trained ranker over a fixed candidate set, for one kernel, dtype and GPU."""
+
+    def __init__(self, ranker: ConfigRanker, space: Space, candidates: np.ndarray, *, kernel: str, dtype: str,
+                 gpu: str, hardware: Hardware, shortlist: Shortlist, header: Mapping[str, Any] | None = None) -> None:
+        self.ranker = ranker
+        self.space = space
+        self.candidates = np.asarray(candidates, dtype=np.int64)
+        self.kernel, self.dtype, self.gpu, self.hardware = kernel, dtype, gpu, hardware
+        self.shortlist = shortlist
+        self.header = dict(header or {})
+        self.forest = CompiledForest(ranker.model_)
+        self.feature_names = feature_names(space)
+
+    def _features(self, shape: Sequence[int], dtype: str | None, candidates: np.ndarray) -> np.ndarray:
+        if dtype is not None and dtype != self.dtype:
+            check_dtype(dtype)
+            raise PredictorError(f"this predictor was trained for {self.dtype}, not {dtype!r}")
+        checked = checked_shape(shape)
+        return features(np.array([checked], dtype=np.int64), self.candidates[candidates], self.space, self.dtype,
+                        self.hardware)
+
+    def config(self, index: int) -> dict[str, int]:
+        return dict(zip(self.space.names, (int(value) for value in self.candidates[index])))
+
+    def scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
+        """The model's score of every candidate (higher: predicted faster), through sklearn's predict."""
+        return self.ranker.score(self._features(shape, dtype, np.arange(len(self.candidates))))
+
+    def top_configs(self, shape: Sequence[int], k: int, dtype: str | None = None) -> list[dict[str, int]]:
+        """The k candidates the model ranks highest, best first, over the whole candidate set."""
+        order = np.argsort(-self.scores(shape, dtype), kind="stable")[:k]
+        return [self.config(int(index)) for index in order]
+
+    def best_config(self, shape: Sequence[int], dtype: str | None = None) -> dict[str, int]:
+        """The predicted best config: the shortlist of the nearest training shapes scored by the compiled forest."""
+        shortlist = self.shortlist.for_shape(checked_shape(shape))
+        scores = self.forest.predict(self._features(shape, dtype, shortlist))
+        return self.config(int(shortlist[np.argmax(scores)]))
+
+
+def build_shortlist(ranker: ConfigRanker, data: TrainingData, shape_indices: np.ndarray) -> Shortlist:
+    """The model's SHORTLIST_PER_SHAPE best-ranked candidates of each of the given training shapes."""
+    shapes = data.shapes[shape_indices]
+    scores = ranker.score(data.features[data.rows_of(shape_indices)]).reshape(len(shape_indices), -1)
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :SHORTLIST_PER_SHAPE]
+    return Shortlist(np.log2(shapes.astype(np.float64)), shapes[:, 1:] % 16 == 0, top)
+
+
+def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: np.ndarray | None = None,
+                  header: Mapping[str, Any] | None = None) -> Predictor:
+    """A predictor trained on the given shapes (all by default)."""
+    shape_indices = np.arange(len(data.shapes)) if shape_indices is None else np.asarray(shape_indices)
+    ranker = ConfigRanker(settings).fit(data, data.rows_of(shape_indices))
+    return Predictor(ranker, data.space, data.candidates, kernel=data.kernel, dtype=data.dtype, gpu=data.gpu,
+                     hardware=data.hardware, shortlist=build_shortlist(ranker, data, shape_indices),
+                     header={"training": {"shapes": data.shapes[shape_indices].tolist(),
+                                          "provenance": data.provenance}, **(header or {})})
+
+
+# ---------------------------------------------------------------------------------------------
+# File format: MAGIC, one line of JSON header, then a pickle of the model and the shortlist
+# ---------------------------------------------------------------------------------------------
+
+def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
+    return {
+        **predictor.header,
+        "format_version": FORMAT_VERSION, "kernel": predictor.kernel, "dtype": predictor.dtype,
+        "gpu": predictor.gpu, "hardware": asdict(predictor.hardware),
+        "feature_names": predictor.feature_names,
+        "parameters": [parameter.to_spec() for parameter in predictor.space.parameters],
+        "candidates": predictor.candidates.tolist(), "settings": asdict(predictor.ranker.settings),
+        "sklearn_version": sklearn.__version__, "payload_sha256": hashlib.sha256(payload).hexdigest(),
+    }
+
+
+def save_predictor(predictor: Predictor, path: str | os.PathLike[str]) -> None:
+    """Write the predictor atomically: the magic line, a JSON header line, then the pickled model and shortlist."""
+    path = Path(path)
+    payload = pickle.dumps({"model": predictor.ranker.model_, "shortlist": predictor.shortlist})
+    header = json.dumps(_header(predictor, payload), sort_keys=True).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(handle, "wb") as out:
+        out.write(MAGIC + header + b"\n" + payload)
+    os.chmod(temporary, 0o644)  # mkstemp makes it private; a saved model is meant to be shared
+    os.replace(temporary, path)
+
+
+def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The JSON header of a predictor file, without unpickling anything."""
+    return _read(Path(path))[0]
+
+
+def _read(path: Path) -> tuple[dict[str, Any], bytes]:
+    if not path.is_file():
+        raise FileNotFoundError(f"no predictor file at {path}")
+    with path.open("rb") as stream:
+        if stream.read(len(MAGIC)) != MAGIC:
+            raise PredictorError(f"{path} is not a tunebench predictor file (it does not start with {MAGIC!r})")
+        try:
+            header = json.loads(stream.readline())
+        except json.JSONDecodeError as error:
+            raise PredictorError(f"{path}: the header line is not valid JSON ({error})") from None
+        payload = stream.read()
+    if not isinstance(header, dict) or header.get("format_version") != FORMAT_VERSION:
+        raise PredictorError(f"{path}: unsupported header (format_version {FORMAT_VERSION} expected)")
+    return header, payload
+
+
+def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, gpu: str | None = None) -> Predictor:
+    """Read a predictor, checking the header before unpickling: the kernel (and GPU, when given) asked for, the
+    payload's checksum, and that the feature schema it was trained on is the one this code computes.
+    Only load files you trust: the payload is a pickle."""
+    path = Path(path)
+    header, payload = _read(path)
+    if header.get("kernel") != kernel:
+        raise PredictorError(f"{path} predicts for kernel {header.get('kernel')!r}, not {kernel!r}")
+    if gpu is not None and header.get("gpu") != gpu:
+        raise PredictorError(f"{path} was trained on GPU {header.get('gpu')!r}, not {gpu!r}")
+    check_dtype(header.get("dtype"))
+    if hashlib.sha256(payload).hexdigest() != header.get("payload_sha256"):
+        raise PredictorError(f"{path}: the payload does not match the header's checksum (truncated or altered)")
+    space = Space([parameter_from_spec(spec) for spec in header["parameters"]], name=kernel)
+    expected = feature_names(space)
+    if header.get("feature_names") != expected:
+        stored = header.get("feature_names") or []
+        differing = [f"{i}: {a!r} != {b!r}" for i, (a, b) in enumerate(zip(stored, expected)) if a != b]
+        raise PredictorError(f"{path}: feature schema mismatch: the file's {len(stored)} features differ from the "
+                             f"{len(expected)} this code computes ({'; '.join(differing[:3]) or 'lengths differ'})")
+    content = pickle.load(io.BytesIO(payload))
+    model = content["model"]
+    if int(model.n_features_in_) != len(expected):
+        raise PredictorError(f"{path}: the model takes {model.n_features_in_} features, the schema has {len(expected)}")
+    ranker = ConfigRanker(RankerSettings(**header["settings"]))
+    ranker.model_ = model
+    return Predictor(ranker, space, np.array(header["candidates"], dtype=np.int64), kernel=kernel,
+                     dtype=header["dtype"], gpu=header["gpu"], hardware=Hardware(**header["hardware"]),
+                     shortlist=content["shortlist"],
+                     header={name: header[name] for name in ("training", "metrics") if name in header})

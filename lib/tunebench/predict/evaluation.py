@@ -1,0 +1,81 @@
+"""How config prediction is scored: per held-out shape, the measured latency of the predicted config against the
+measured best of the candidates; summaries over shapes and shape families.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import GroupKFold
+
+# Shape families by M, the one definition used everywhere: (name, lowest M, highest M + 1).
+FAMILIES = (("M < 8", 1, 8), ("8 <= M < 128", 8, 128), ("128 <= M < 1024", 128, 1024), ("M >= 1024", 1024, None))
+TOP_K = (1, 5)
+
+
+def family(m: int) -> str:
+    """The family name of a shape with this M."""
+    for name, low, high in FAMILIES:
+        if m >= low and (high is None or m < high):
+            return name
+    raise ValueError(f"M={m} is in no family; M must be >= 1")
+
+
+def shape_efficiency(scores: np.ndarray, latency_ms: np.ndarray) -> np.ndarray:
+    """Per shape (row of the (shapes, candidates) arrays): best measured latency / measured latency of the highest
+    scored candidate (ties: the first). 1 means the prediction was the measured best."""
+    picked = latency_ms[np.arange(len(scores)), np.argmax(scores, axis=1)]
+    return latency_ms.min(axis=1) / picked
+
+
+def top_k_hits(scores: np.ndarray, latency_ms: np.ndarray, k: int) -> np.ndarray:
+    """Per shape, whether the measured best candidate is among the k highest scored (top-k hit rate, not NDCG)."""
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    best = np.argmin(latency_ms, axis=1)
+    return (order == best[:, None]).any(axis=1)
+
+
+def grouped_folds(group: np.ndarray, n_splits: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """GroupKFold over shapes: (train shape indices, test shape indices) per fold; a shape is in one test fold only
+    and never in the training shapes of its own fold."""
+    shapes = np.unique(group)
+    folds = []
+    for train, test in GroupKFold(n_splits=n_splits).split(shapes, groups=shapes):
+        folds.append((shapes[train], shapes[test]))
+    return folds
+
+
+def per_shape_table(shapes: np.ndarray, scores: np.ndarray, latency_ms: np.ndarray) -> pd.DataFrame:
+    """One row per shape: M, N, K, family, efficiency, top-1 and top-5 hits, the predicted and best candidate."""
+    table = pd.DataFrame(shapes, columns=["M", "N", "K"])
+    table["family"] = [family(int(m)) for m in shapes[:, 0]]
+    table["efficiency"] = shape_efficiency(scores, latency_ms)
+    for k in TOP_K:
+        table[f"top{k}_hit"] = top_k_hits(scores, latency_ms, k)
+    table["predicted"] = np.argmax(scores, axis=1)
+    table["best"] = np.argmin(latency_ms, axis=1)
+    table["predicted_ms"] = latency_ms[np.arange(len(scores)), table["predicted"]]
+    table["best_ms"] = latency_ms.min(axis=1)
+    return table
+
+
+def summarize_efficiency(table: pd.DataFrame) -> dict[str, float]:
+    """Mean, P10 (numpy's linear-interpolation 10th percentile over shapes), min and median efficiency, and the
+    top-1 / top-5 hit rates of a per-shape table."""
+    efficiency = table["efficiency"].to_numpy()
+    summary = {"shapes": int(len(table)), "mean": float(efficiency.mean()),
+               "p10": float(np.percentile(efficiency, 10)), "min": float(efficiency.min()),
+               "median": float(np.median(efficiency))}
+    for k in TOP_K:
+        summary[f"top{k}_hit_rate"] = float(table[f"top{k}_hit"].mean())
+    return summary
+
+
+def by_family(table: pd.DataFrame) -> pd.DataFrame:
+    """`summarize_efficiency` per family, in family order."""
+    rows = []
+    for name, _, _ in FAMILIES:
+        members = table[table["family"] == name]
+        if len(members):
+            rows.append({"family": name, **summarize_efficiency(members)})
+    return pd.DataFrame(rows)

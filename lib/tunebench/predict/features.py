@@ -1,0 +1,157 @@
+"""Features of (GEMM shape, config) pairs for predicting a config's speed on a shape no one has measured.
+
+One code path: `features` computes a batch, vectorized over rows with numpy; `feature_row` calls it with one row.
+The resource model is the kernel's own `resource_usage`, evaluated on arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from tunebench.kernels import matmul
+from tunebench.space import ConfigError, Space
+
+ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
+DIVISOR = 16  # Triton specializes N, K and the strides on divisibility by 16 (vectorized loads)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What the interaction features need to know of the GPU. Defaults: H100 SXM (CUDA occupancy tables for
+    compute capability 9.0: 228 KiB shared memory and 64 resident warps per SM)."""
+
+    sm_count: int = 132
+    shared_memory_per_sm: int = 228 * 1024
+    warps_per_sm: int = 64
+
+    @classmethod
+    def from_provenance(cls, provenance: Mapping[str, Any]) -> Hardware:
+        """The SM count a dataset was measured with (its provenance's `sm_count`); the per-SM limits of the H100."""
+        sm_count = provenance.get("sm_count")
+        if not isinstance(sm_count, int) or isinstance(sm_count, bool) or sm_count < 1:
+            raise ValueError(f"dataset provenance has no usable sm_count (got {sm_count!r}); the waves and occupancy "
+                             "features need the GPU's SM count")
+        return cls(sm_count=sm_count)
+
+
+PROBLEM_FEATURES = (
+    "M", "N", "K", "log2_M", "log2_N", "log2_K", "arithmetic_intensity", "log2_M_over_N", "log2_M_over_K",
+    "log2_N_over_K", "N_divisible_16", "K_divisible_16",
+)
+INTERACTION_FEATURES = (
+    "tiles_m", "tiles_n", "programs", "log2_programs", "fill_last_tile_m", "fill_last_tile_n", "waves",
+    "last_wave_fraction", "k_iterations", "shared_memory_per_program", "programs_per_sm", "occupancy_waves",
+    "padding_waste", "tile_intensity", "split_k_traffic_ratio",
+)
+
+
+def feature_names(space: Space) -> list[str]:
+    """The schema: problem features, the space's encoding of the config, interaction features, in that order."""
+    return [*PROBLEM_FEATURES, *space.feature_names, *INTERACTION_FEATURES]
+
+
+def check_dtype(dtype: str) -> int:
+    """Bytes per element of a supported dtype; a clear error otherwise."""
+    if dtype not in ELEMENT_BYTES:
+        raise ValueError(f"unsupported dtype {dtype!r}; the GEMM predictor supports {', '.join(ELEMENT_BYTES)}")
+    return ELEMENT_BYTES[dtype]
+
+
+def check_shapes(shapes: np.ndarray) -> np.ndarray:
+    """Shapes as an (n, 3) int64 array of positive (M, N, K); a clear error names the first bad one."""
+    array = np.asarray(shapes)
+    if array.ndim != 2 or array.shape[1] != len(matmul.SHAPE_NAMES):
+        raise ValueError(f"shapes must be an (n, 3) array of (M, N, K), got shape {array.shape}")
+    if not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"shape dimensions must be integers, got dtype {array.dtype}")
+    bad = np.flatnonzero((array < 1).any(axis=1))
+    if bad.size:
+        row = tuple(int(value) for value in array[bad[0]])
+        raise ValueError(f"GEMM shape (M, N, K)={row} has a dimension < 1; every dimension must be a positive int")
+    return array.astype(np.int64, copy=False)
+
+
+def config_columns(space: Space, configs: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """Configs as an (n, parameters) int64 array of their values, in the space's parameter order; each config's
+    names and values are checked against the space (not its constraints)."""
+    return np.array([space.key(config) for config in configs], dtype=np.int64).reshape(len(configs), len(space.names))
+
+
+def encode_columns(space: Space, values: np.ndarray) -> np.ndarray:
+    """`Space.encode`, vectorized over rows of parameter values (a lookup per parameter of its few values)."""
+    blocks = []
+    for position, parameter in enumerate(space.parameters):
+        column = values[:, position]
+        allowed = np.array(parameter.values)
+        order = np.argsort(allowed)
+        index = np.searchsorted(allowed[order], column)
+        index = np.minimum(index, len(allowed) - 1)
+        outside = allowed[order][index] != column
+        if outside.any():
+            raise ConfigError(parameter._not_allowed(int(column[np.flatnonzero(outside)[0]])))
+        table = np.array([parameter.encode(value) for value in parameter.values], dtype=np.float64)
+        blocks.append(table[order][index])
+    return np.hstack(blocks) if blocks else np.empty((len(values), 0))
+
+
+def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype: str,
+             hardware: Hardware = Hardware()) -> np.ndarray:
+    """The (n, len(feature_names(space))) float64 feature matrix of n (shape, config) rows.
+
+    `shapes` is (n, 3) or (1, 3) (one shape against n configs); `config_values` is (n, parameters) from
+    `config_columns`, or (1, parameters) against n shapes.
+    """
+    element_bytes = check_dtype(dtype)
+    shapes = check_shapes(shapes)
+    values = np.asarray(config_values, dtype=np.int64)
+    if values.ndim != 2 or values.shape[1] != len(space.names):
+        raise ValueError(f"config values must be (n, {len(space.names)}) in the order {list(space.names)}, "
+                         f"got shape {values.shape}")
+    rows = max(len(shapes), len(values))
+    if len(shapes) not in (1, rows) or len(values) not in (1, rows):
+        raise ValueError(f"{len(shapes)} shapes and {len(values)} configs: give as many of each, or one of either")
+    m, n, k = (np.broadcast_to(shapes[:, i].astype(np.float64), (rows,)) for i in range(3))
+    encoded = np.broadcast_to(encode_columns(space, values), (rows, space.width))
+    config = {name: np.broadcast_to(values[:, i], (rows,)) for i, name in enumerate(space.names)}
+    block_m, block_n, block_k = (config[name].astype(np.float64) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    split_k, warps = config["SPLIT_K"].astype(np.float64), config["num_warps"].astype(np.float64)
+
+    minimum_bytes = element_bytes * (m * k + k * n + m * n)
+    problem = [
+        m, n, k, np.log2(m), np.log2(n), np.log2(k), 2 * m * n * k / minimum_bytes,
+        np.log2(m / n), np.log2(m / k), np.log2(n / k),
+        (np.broadcast_to(shapes[:, 1], (rows,)) % DIVISOR == 0).astype(np.float64),
+        (np.broadcast_to(shapes[:, 2], (rows,)) % DIVISOR == 0).astype(np.float64),
+    ]
+
+    tiles_m, tiles_n = np.ceil(m / block_m), np.ceil(n / block_n)
+    programs = tiles_m * tiles_n * split_k
+    waves = programs / hardware.sm_count
+    k_iterations = np.ceil(k / (block_k * split_k))
+    shared = matmul.resource_usage(config, element_bytes).shared_memory_bytes.astype(np.float64)
+    programs_per_sm = np.maximum(1.0, np.minimum(np.floor(hardware.shared_memory_per_sm / shared),
+                                                 np.floor(hardware.warps_per_sm / warps)))
+    occupancy_waves = programs / (hardware.sm_count * programs_per_sm)
+    # Multiply-adds the tiles compute (padded M, N; K rounded up to whole iterations) over those the problem needs.
+    padded = (tiles_m * block_m) * (tiles_n * block_n) * (k_iterations * block_k * split_k)
+    # Split-K adds an fp32 workspace: zeroed, atomically accumulated by every split, read and cast back.
+    split_k_bytes = np.where(split_k > 1, m * n * 4 * (split_k + 2) + m * n * element_bytes, 0.0)
+    interaction = [
+        tiles_m, tiles_n, programs, np.log2(programs),
+        np.mod(m, block_m) / block_m, np.mod(n, block_n) / block_n,
+        waves, np.mod(programs, hardware.sm_count) / hardware.sm_count,
+        k_iterations, shared, programs_per_sm, occupancy_waves,
+        1.0 - m * n * k / padded,
+        block_m * block_n / (block_m + block_n),
+        split_k_bytes / minimum_bytes,
+    ]
+    return np.column_stack([*problem, encoded, *interaction])
+
+
+def feature_row(shape: Sequence[int], config: Mapping[str, Any], space: Space, dtype: str,
+                hardware: Hardware = Hardware()) -> np.ndarray:
+    """The features of one (shape, config): the batch path on a batch of one."""
+    return features(np.array([shape], dtype=np.int64), config_columns(space, [config]), space, dtype, hardware)[0]

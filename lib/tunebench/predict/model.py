@@ -1,0 +1,200 @@
+"""Models that rank a fixed set of candidate configs for a GEMM shape, trained on recorded datasets.
+
+`training_data` turns a Dataset into features and targets; `ConfigRanker` is a gradient-boosted model with one of
+two objectives (throughput regression, or per-shape relative speed); `select_ranker` tunes it on an inner grouped
+split of the training shapes only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import numpy as np
+from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.model_selection import GroupShuffleSplit
+
+from tunebench.measure.dataset import Dataset
+from tunebench.measure.result import Status
+from tunebench.predict.evaluation import shape_efficiency
+from tunebench.predict.features import Hardware, config_columns, feature_names, features
+from tunebench.space import Space
+
+OBJECTIVES = ("throughput", "relative")
+# A row whose repeats spread over more than this fraction of their median ((max - min) / median) was disturbed
+# while it was timed (9 % of the prediction dataset's rows; some run 20x slower than the same config on a
+# neighbouring shape). Such rows are left out of training; evaluation always uses every recorded row.
+MAX_TRAINING_SPREAD = 0.5
+
+
+@dataclass
+class TrainingData:
+    """Every (shape, candidate config) row of a dataset, with its features and measured latency.
+
+    Rows are grouped by shape (`group`, an index into `shapes`); every shape has the same candidates, in the same
+    order, so a shape's rows are `group == g` and reshape to (shapes, candidates).
+    """
+
+    kernel: str
+    dtype: str
+    gpu: str
+    space: Space
+    hardware: Hardware
+    shapes: np.ndarray  # (shapes, 3)
+    candidates: np.ndarray  # (candidates, parameters) config values in the space's parameter order
+    features: np.ndarray  # (rows, features)
+    latency_ms: np.ndarray  # (rows,), inf for failures
+    spread: np.ndarray  # (rows,), (max - min) / median of the repeats; inf for failures
+    group: np.ndarray  # (rows,) shape index
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def feature_names(self) -> list[str]:
+        return feature_names(self.space)
+
+    @property
+    def flops(self) -> np.ndarray:
+        shapes = self.shapes[self.group].astype(np.float64)
+        return 2.0 * shapes[:, 0] * shapes[:, 1] * shapes[:, 2]
+
+    def rows_of(self, shape_indices: Sequence[int]) -> np.ndarray:
+        """Row indices of the given shapes, shape by shape."""
+        count = len(self.candidates)
+        return (np.asarray(shape_indices)[:, None] * count + np.arange(count)[None, :]).ravel()
+
+
+def training_data(dataset: Dataset, hardware: Hardware | None = None) -> TrainingData:
+    """Features and latencies of every recorded (shape, config); the candidates are the configs recorded for every
+    shape (rows of other configs are dropped). Failed rows stay, with infinite latency."""
+    if tuple(dataset.shape_names) != ("M", "N", "K"):
+        raise ValueError(f"config prediction supports GEMM datasets (M, N, K), not shapes {dataset.shape_names}")
+    hardware = hardware or Hardware.from_provenance(dataset.provenance)
+    space = Space(dataset.parameters, name=dataset.kernel)  # unconstrained: features need names and encodings
+    names = list(space.names)
+    frame = dataset.measurements
+    shapes = dataset.shapes()
+    counts = frame.groupby(names).size()
+    common = counts[counts == len(shapes)].index
+    if len(common) == 0:
+        raise ValueError("no config is recorded for every shape; config prediction needs a common candidate set")
+    candidates = np.array(sorted(common), dtype=np.int64).reshape(len(common), len(names))
+    frame = frame.set_index(names).loc[[tuple(row) for row in candidates.tolist()]].reset_index()
+    frame = frame.sort_values(["M", "N", "K", *names], kind="stable").reset_index(drop=True)
+    ok = frame["status"].to_numpy() == Status.OK.value
+    latency = np.where(ok, frame["latency_ms"].to_numpy(dtype=float), np.inf)
+    spread = np.array([(max(r) - min(r)) / np.median(r) if len(r) else np.inf for r in frame["repeats_ms"]])
+    spread = np.where(ok, spread, np.inf)
+    shape_array = np.array(shapes, dtype=np.int64)
+    group = np.repeat(np.arange(len(shapes)), len(candidates))
+    values = frame[names].to_numpy(dtype=np.int64)
+    if not (values.reshape(len(shapes), len(candidates), -1) == candidates[None]).all():
+        raise AssertionError("rows are not in candidate order within each shape")
+    matrix = features(frame[["M", "N", "K"]].to_numpy(dtype=np.int64), values, space, dataset.dtype, hardware)
+    return TrainingData(dataset.kernel, dataset.dtype, dataset.gpu, space, hardware, shape_array, candidates, matrix,
+                        latency, spread, group, dict(dataset.provenance))
+
+
+def relative_speed(latency_ms: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Per row, the best latency of its shape over its own latency: 1 for the fastest config, 0 for a failure."""
+    best = np.full(group.max() + 1, np.inf)
+    np.minimum.at(best, group, latency_ms)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(latency_ms), best[group] / latency_ms, 0.0)
+
+
+@dataclass(frozen=True)
+class RankerSettings:
+    """A ConfigRanker's hyperparameters.
+
+    objective: "throughput" regresses log1p(TFLOPS) (CK Tile's dispatcher target); "relative" regresses each row's
+        speed relative to its shape's best (latency_best / latency) with sample weight (relative speed)^2, a pointwise
+        stand-in for a ranking loss that attends to the top of each shape's list.
+    max_iter, learning_rate, max_leaf_nodes, min_samples_leaf, l2_regularization: HistGradientBoostingRegressor's.
+    max_depth: bounded so that the compiled forest of the dispatcher walks few levels.
+    """
+
+    objective: str = "relative"
+    max_iter: int = 200
+    learning_rate: float = 0.1
+    max_leaf_nodes: int = 31
+    max_depth: int = 8
+    min_samples_leaf: int = 20
+    l2_regularization: float = 0.0
+    max_training_spread: float = MAX_TRAINING_SPREAD
+    random_state: int = 0
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"unknown objective {self.objective!r}; allowed: {', '.join(OBJECTIVES)}")
+
+
+class ConfigRanker:
+    """Scores (shape, config) rows, higher meaning faster; within a shape, the argmax is the predicted best config."""
+
+    def __init__(self, settings: RankerSettings = RankerSettings()) -> None:
+        self.settings = settings
+
+    def targets(self, data: TrainingData, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The regression target and sample weights of `rows` under the objective."""
+        latency = data.latency_ms[rows]
+        if self.settings.objective == "throughput":
+            tflops = np.where(np.isfinite(latency), data.flops[rows] / (latency * 1e-3) / 1e12, 0.0)
+            target, weight = np.log1p(tflops), np.ones(len(rows))
+        else:
+            target = relative_speed(latency, data.group[rows])
+            weight = target ** 2
+        weight = np.where(data.spread[rows] <= self.settings.max_training_spread, weight, 0.0)
+        return target, weight
+
+    def fit(self, data: TrainingData, rows: np.ndarray | None = None) -> ConfigRanker:
+        rows = np.arange(len(data.latency_ms)) if rows is None else rows
+        target, weight = self.targets(data, rows)
+        settings = self.settings
+        self.model_ = HistGradientBoostingRegressor(
+            max_iter=settings.max_iter, learning_rate=settings.learning_rate, max_leaf_nodes=settings.max_leaf_nodes,
+            max_depth=settings.max_depth, min_samples_leaf=settings.min_samples_leaf,
+            l2_regularization=settings.l2_regularization, early_stopping=False, random_state=settings.random_state)
+        self.model_.fit(data.features[rows], target, sample_weight=weight)
+        return self
+
+    def score(self, matrix: np.ndarray) -> np.ndarray:
+        return self.model_.predict(matrix)
+
+    def staged_scores(self, matrix: np.ndarray) -> list[np.ndarray]:
+        """Scores after each boosting iteration (to choose the iteration count on validation shapes)."""
+        return list(self.model_.staged_predict(matrix))
+
+
+# Hyperparameters tuned on the inner split, per objective: tree size, then the iteration count by staged predictions.
+TUNING_GRID = {"max_leaf_nodes": (15, 63)}
+ITERATION_CHOICES = (25, 50, 100, 150, 200, 300)
+INNER_VALIDATION_FRACTION = 0.25
+
+
+def select_ranker(data: TrainingData, train_shapes: np.ndarray, objective: str, seed: int = 0,
+                  grid: dict[str, Sequence[Any]] = TUNING_GRID,
+                  iterations: Sequence[int] = ITERATION_CHOICES) -> tuple[RankerSettings, dict[str, Any]]:
+    """Settings chosen on an inner split of `train_shapes` (a quarter of them held out, by shape): each grid point is
+    fitted once with max(iterations) and scored at every iteration count by the mean efficiency of its picks on the
+    inner validation shapes. Returns the settings and what was tried. Nothing outside `train_shapes` is read."""
+    splitter = GroupShuffleSplit(n_splits=1, test_size=INNER_VALIDATION_FRACTION, random_state=seed)
+    inner_train, inner_validation = next(splitter.split(train_shapes, groups=train_shapes))
+    fit_rows = data.rows_of(train_shapes[inner_train])
+    validation_shapes = train_shapes[inner_validation]
+    validation_rows = data.rows_of(validation_shapes)
+    latency = data.latency_ms[validation_rows].reshape(len(validation_shapes), -1)
+    tried = []
+    best: tuple[float, RankerSettings] | None = None
+    for values in itertools.product(*grid.values()):
+        settings = replace(RankerSettings(objective=objective, max_iter=max(iterations)), **dict(zip(grid, values)))
+        ranker = ConfigRanker(settings).fit(data, fit_rows)
+        for count, scores in enumerate(ranker.staged_scores(data.features[validation_rows]), start=1):
+            if count not in iterations:
+                continue
+            efficiency = shape_efficiency(scores.reshape(latency.shape), latency).mean()
+            tried.append({**dict(zip(grid, values)), "max_iter": count, "inner_mean_efficiency": float(efficiency)})
+            if best is None or efficiency > best[0]:
+                best = (efficiency, replace(settings, max_iter=count))
+    return best[1], {"inner_train_shapes": len(inner_train), "inner_validation_shapes": len(inner_validation),
+                     "tried": tried}

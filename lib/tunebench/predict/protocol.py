@@ -1,0 +1,133 @@
+"""The scoring protocol: grouped cross-validation by shape, with every choice (hyperparameters, iteration count,
+objective) made on an inner split of the training shapes of each fold, never on the shapes being scored.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from tunebench.predict.dispatch import Predictor, fit_predictor
+from tunebench.predict.evaluation import grouped_folds
+from tunebench.predict.model import OBJECTIVES, RankerSettings, TrainingData, select_ranker
+
+N_SPLITS = 5
+DISPATCH_REPEATS = 21  # calls of best_config per held-out shape; the median is its latency
+SELECTED = "selected"  # the pipeline that picks the objective per fold by inner validation efficiency
+
+
+@dataclass
+class FoldOutcome:
+    """One outer fold, for one objective: what was chosen on the inner split, and what it did on the test shapes."""
+
+    fold: int
+    objective: str
+    train_shapes: np.ndarray
+    test_shapes: np.ndarray
+    settings: RankerSettings
+    inner_efficiency: float
+    tried: list[dict[str, Any]]
+    scores: np.ndarray  # (test shapes, candidates), sklearn's predict over every candidate
+    dispatched: np.ndarray  # (test shapes,) the candidate best_config returned
+    rank_ms: np.ndarray  # (test shapes,) features + sklearn predict over every candidate
+    dispatch_ms: np.ndarray  # (test shapes,) median of DISPATCH_REPEATS best_config calls
+    fit_s: float
+
+
+@dataclass
+class CrossValidation:
+    """Out-of-fold results per pipeline (each objective, and SELECTED), indexed by shape."""
+
+    data: TrainingData
+    folds: list[tuple[np.ndarray, np.ndarray]]
+    outcomes: dict[str, list[FoldOutcome]] = field(default_factory=dict)
+
+    def scores(self, pipeline: str) -> np.ndarray:
+        """(shapes, candidates) out-of-fold scores."""
+        return self._gather(pipeline, "scores")
+
+    def dispatched(self, pipeline: str) -> np.ndarray:
+        return self._gather(pipeline, "dispatched")
+
+    def rank_ms(self, pipeline: str) -> np.ndarray:
+        return self._gather(pipeline, "rank_ms")
+
+    def dispatch_ms(self, pipeline: str) -> np.ndarray:
+        return self._gather(pipeline, "dispatch_ms")
+
+    def _gather(self, pipeline: str, name: str) -> np.ndarray:
+        outcomes = self.outcomes[pipeline]
+        first = getattr(outcomes[0], name)
+        result = np.zeros((len(self.data.shapes), *first.shape[1:]), dtype=first.dtype)
+        for outcome in outcomes:
+            result[outcome.test_shapes] = getattr(outcome, name)
+        return result
+
+
+def _shape(data: TrainingData, index: int) -> tuple[int, int, int]:
+    return tuple(int(size) for size in data.shapes[index])
+
+
+def score_fold(data: TrainingData, fold: int, train: np.ndarray, test: np.ndarray, objective: str,
+               seed: int = 0) -> FoldOutcome:
+    """Tune on an inner split of `train`, fit on all of `train`, and score every shape of `test`."""
+    started = time.perf_counter()
+    with threadpool_limits(1):
+        settings, tuning = select_ranker(data, train, objective, seed=seed + fold)
+        predictor = fit_predictor(data, settings, train)
+    fit_s = time.perf_counter() - started
+    inner = max(trial["inner_mean_efficiency"] for trial in tuning["tried"])
+    scores, dispatched, rank_ms, dispatch_ms = [], [], [], []
+    with threadpool_limits(1):
+        for index in test:
+            shape = _shape(data, index)
+            begin = time.perf_counter()
+            scores.append(predictor.scores(shape))
+            rank_ms.append(1e3 * (time.perf_counter() - begin))
+            dispatched.append(_dispatch_index(predictor, shape))
+            dispatch_ms.append(dispatch_latency_ms(predictor, shape))
+    return FoldOutcome(fold, objective, train, test, settings, inner, tuning["tried"], np.array(scores),
+                       np.array(dispatched), np.array(rank_ms), np.array(dispatch_ms), fit_s)
+
+
+def _dispatch_index(predictor: Predictor, shape: tuple[int, int, int]) -> int:
+    config = predictor.best_config(shape)
+    key = np.array([config[name] for name in predictor.space.names])
+    return int(np.flatnonzero((predictor.candidates == key).all(axis=1))[0])
+
+
+def dispatch_latency_ms(predictor: Predictor, shape: Sequence[int], repeats: int = DISPATCH_REPEATS) -> float:
+    """Median wall time of `best_config(shape)` over `repeats` calls, in ms."""
+    times = []
+    for _ in range(repeats):
+        begin = time.perf_counter()
+        predictor.best_config(shape)
+        times.append(time.perf_counter() - begin)
+    return 1e3 * statistics.median(times)
+
+
+def cross_validate(data: TrainingData, objectives: Sequence[str] = OBJECTIVES, n_splits: int = N_SPLITS,
+                   seed: int = 0, workers: int = 1) -> CrossValidation:
+    """Every objective on every outer fold (in `workers` processes, one thread each), plus SELECTED: per fold, the
+    objective whose tuned settings scored the higher mean efficiency on the inner validation shapes."""
+    folds = grouped_folds(data.group, n_splits)
+    jobs = [(data, fold, train, test, objective, seed) for objective in objectives
+            for fold, (train, test) in enumerate(folds)]
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(score_fold, *zip(*jobs)))
+    else:
+        results = [score_fold(*job) for job in jobs]
+    result = CrossValidation(data, folds)
+    for objective in objectives:
+        result.outcomes[objective] = [outcome for outcome in results if outcome.objective == objective]
+    result.outcomes[SELECTED] = [
+        max((result.outcomes[objective][fold] for objective in objectives), key=lambda o: o.inner_efficiency)
+        for fold in range(len(folds))]
+    return result

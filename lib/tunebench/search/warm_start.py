@@ -1,0 +1,103 @@
+"""Warm start: measure a model's top-k configs for the shape first, then hand over to any strategy, seeded with them.
+
+`WarmStart` yields the seed configs as its first batch. It then drives the inner strategy, which it built over a
+`SeededSpace`: the inner strategy's first `Space.sample` returns the seeds ahead of its random draws, so a strategy
+that starts from a sampled population (pattern search, LFBO, random search, DE) finds the seeds in it and starts
+its search copies from the best of them. The inner strategy is told the seeds' results like any other; the wrapper
+answers configs it has measured already itself, and asks only for new ones. Before the inner strategy's first ask,
+the seeds' results also go into its `observed` (the base class's record of measured configs), so a strategy that
+never samples still knows them when it compares configs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from tunebench.measure.result import Result
+from tunebench.search import make_strategy
+from tunebench.search.base import Config, Key, Search, Strategy, StrategySettings
+from tunebench.space import Space
+from tunebench.study import STALLED_BATCHES
+
+
+class SeededSpace:
+    """A view of a Space whose first `sample` calls return the seed configs first (each once), then random draws;
+    everything else is the wrapped space's."""
+
+    def __init__(self, space: Space, seeds: Sequence[Config]) -> None:
+        self._space = space
+        self._pending = [dict(config) for config in seeds]
+
+    def sample(self, rng: np.random.Generator, n: int, *, unique: bool = False) -> list[Config]:
+        seeds, self._pending = self._pending[:n], self._pending[n:]
+        return seeds + self._space.sample(rng, n - len(seeds), unique=unique)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._space, name)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._space[name]
+
+    def __len__(self) -> int:
+        return len(self._space)
+
+
+@dataclass(frozen=True)
+class WarmStartSettings(StrategySettings):
+    """Defaults for `WarmStart`.
+
+    inner: the registered strategy that takes over after the seeds (a name in tunebench.search.STRATEGIES).
+    inner_settings: overrides of the inner strategy's defaults, as (name, value) pairs.
+    """
+
+    inner: str = "lfbo"
+    inner_settings: tuple[tuple[str, Any], ...] = ()
+
+
+class WarmStart(Strategy):
+    """The seeds first, then the inner strategy (same seed), seeded with them. With no seeds it asks exactly what the
+    inner strategy asks."""
+
+    Settings = WarmStartSettings
+
+    def __init__(self, space: Space, seed: int = 0, settings: WarmStartSettings | None = None, *,
+                 seeds: Sequence[Mapping[str, Any]] = ()) -> None:
+        super().__init__(space, seed, settings)
+        unique: dict[Key, Config] = {}
+        for config in seeds:
+            space.check(config)
+            unique.setdefault(space.key(config), dict(config))
+        self.seeds = list(unique.values())
+        self.inner = make_strategy(self.settings.inner, SeededSpace(space, self.seeds), seed=seed,
+                                   **dict(self.settings.inner_settings))
+
+    def search(self) -> Search:
+        known: dict[Key, Result] = {}
+        if self.seeds:
+            results = yield list(self.seeds)
+            for config, result in zip(self.seeds, results):
+                key = self.space.key(config)
+                known[key] = result
+                self.inner.observed[key] = min(self.inner.observed.get(key, math.inf), result.objective)
+        stalled = 0
+        while stalled < STALLED_BATCHES:
+            batch = self.inner.ask()
+            if not batch:
+                return
+            keys = [self.space.key(config) for config in batch]
+            new = [config for config, key in zip(batch, keys) if key not in known]
+            stalled = 0 if new else stalled + 1
+            if new:
+                results = yield new
+                known.update((self.space.key(config), result) for config, result in zip(new, results))
+            self.inner.tell([known[key] for key in keys])
+
+
+def warm_start(inner: str, space: Space, seeds: Sequence[Mapping[str, Any]], seed: int = 0,
+               **inner_settings: Any) -> WarmStart:
+    """`inner` (a registered strategy name, with its settings checked by `make_strategy`) warm-started from `seeds`."""
+    return WarmStart(space, seed, WarmStartSettings(inner, tuple(sorted(inner_settings.items()))), seeds=seeds)

@@ -1,0 +1,153 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: tunebench
+#     language: python
+#     name: tunebench
+# ---
+
+# %% [markdown]
+# # Config prediction: picking a config for a shape no one has measured
+#
+# A gradient-boosted ranker scores the recorded candidate configs of a GEMM shape from problem, config and
+# interaction features. Every number here is out of fold (GroupKFold by shape): the model that scores a shape never
+# saw it. The cross-validation and the warm-start replays come from `benchmarks/config_prediction.py`, which writes
+# `results_dir`; this notebook reads them, and fits one fold itself for the feature importances and the traces.
+# Run with other parameters: `.venv/bin/python -m tunebench.report notebooks/config_prediction.py -p fold 2`.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from tunebench.measure.replay import ReplayEvaluator
+from tunebench.plots import resolve_dataset
+from tunebench.predict import by_family, fit_predictor, grouped_folds, read_header, summarize_efficiency, training_data
+from tunebench.predict.evaluation import shape_efficiency
+from tunebench.predict.model import RankerSettings
+from tunebench.report import repo_path, set_style, show_run_header
+from tunebench.search import make_strategy
+from tunebench.search.warm_start import warm_start
+from tunebench.study import Budget, open_dataset, run_search
+
+set_style()
+
+# %% tags=["parameters"]
+dataset = "results/datasets/matmul_bfloat16_h100_prediction.parquet"  # the recorded dataset, relative to the repository root
+results_dir = "results/config_prediction"  # what benchmarks/config_prediction.py wrote
+fold = 0  # the outer fold (of 5) fitted here for importances and traces
+permutation_repeats = 3  # shuffles per feature for the permutation importance
+trace_shapes = 3  # held-out shapes of the fold whose cold and warm searches are traced
+trace_strategy = "lfbo"  # the inner strategy of the traced searches
+seeds_k = 10  # the model's top configs the warm start measures first
+budget = 150  # unique evaluations per traced search
+cdf_from = 0.6  # left end of the efficiency axis
+
+# %%
+recorded = open_dataset(resolve_dataset(dataset))
+data = training_data(recorded)
+results = repo_path(results_dir)
+per_shape = pd.read_csv(results / "per_shape.csv")
+header = read_header(next(results.glob("*.predictor")))
+show_run_header({"dataset": dataset, "results_dir": results_dir, "fold": fold, "permutation_repeats": permutation_repeats,
+                 "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
+                 "cdf_from": cdf_from},
+                {"kernel": data.kernel, "dtype": data.dtype, "gpu": data.gpu, "shapes": len(data.shapes),
+                 "candidates": len(data.candidates), "deployed model": str(header["settings"]),
+                 "measured": recorded.provenance.get("date", "?")})
+
+# %% [markdown]
+# ## Efficiency over held-out shapes
+# Efficiency = the measured best latency of the shape's candidates / the measured latency of the predicted config.
+# A curve further right is better; CK Tile's published P10 and min (fp16, gfx950, their protocol) are marked.
+
+# %%
+pipelines = {"throughput": "log1p(TFLOPS) regression", "relative": "relative-speed regression",
+             "selected": "objective chosen on the inner split", "dispatcher": "dispatcher (shortlist)"}
+figure, axis = plt.subplots(figsize=(8, 4.5))
+for column, label in pipelines.items():
+    values = np.sort(per_shape[f"{column}_efficiency"].to_numpy())
+    axis.step(values, np.arange(1, len(values) + 1) / len(values), where="post", label=label)
+for value, name in ((0.9805, "CK P10"), (0.9545, "CK min")):
+    axis.axvline(value, color="grey", linestyle=":", linewidth=1)
+    axis.text(value, 0.02, name, rotation=90, color="grey", ha="right")
+below = (per_shape[[f"{column}_efficiency" for column in pipelines]] < cdf_from).sum()
+axis.set(xlabel="efficiency (best latency / latency of the pick)", ylabel="share of shapes at or below",
+         xlim=(cdf_from, 1.005),
+         title="shapes left of the axis: " + ", ".join(f"{column} {count}" for column, count in below.items()))
+axis.legend(loc="upper left");
+
+# %% [markdown]
+# ## Per family
+# Families by M (`tunebench.predict.evaluation.FAMILIES`); hit rates count shapes whose measured best is the pick
+# (top-1) or among the model's five highest (top-5).
+
+# %%
+table = per_shape.rename(columns={"selected_efficiency": "efficiency", "selected_top1_hit": "top1_hit",
+                                  "selected_top5_hit": "top5_hit"})
+summary = pd.concat([by_family(table), pd.DataFrame([{"family": "all", **summarize_efficiency(table)}])])
+summary.style.format({"mean": "{:.2%}", "p10": "{:.2%}", "min": "{:.2%}", "median": "{:.2%}",
+                      "top1_hit_rate": "{:.2f}", "top5_hit_rate": "{:.2f}"}).hide(axis="index")
+
+# %% [markdown]
+# ## What the model looks at
+# Permutation importance on the held-out shapes of one fold: how much the mean efficiency of the picks drops when
+# one feature's column is shuffled across the fold's rows (the model was trained on the other folds, with the
+# deployed model's settings).
+
+# %%
+train, test = grouped_folds(data.group, 5)[fold]
+settings = RankerSettings(**header["settings"])
+with threadpool_limits(1):
+    predictor = fit_predictor(data, settings, train)
+rows = data.rows_of(test)
+latency = data.latency_ms[rows].reshape(len(test), -1)
+
+
+def mean_efficiency(matrix: np.ndarray) -> float:
+    return float(shape_efficiency(predictor.ranker.score(matrix).reshape(latency.shape), latency).mean())
+
+
+rng = np.random.default_rng(0)
+baseline = mean_efficiency(data.features[rows])
+drops = {}
+with threadpool_limits(1):
+    for column, name in enumerate(data.feature_names):
+        shuffled = []
+        for _ in range(permutation_repeats):
+            matrix = data.features[rows].copy()
+            matrix[:, column] = rng.permutation(matrix[:, column])
+            shuffled.append(baseline - mean_efficiency(matrix))
+        drops[name] = np.mean(shuffled)
+importance = pd.Series(drops).sort_values()
+figure, axis = plt.subplots(figsize=(7, 8))
+importance.plot.barh(ax=axis, color="C0")
+axis.set(xlabel=f"drop in mean efficiency when shuffled (fold {fold}: {baseline:.1%} unshuffled)", ylabel="");
+
+# %% [markdown]
+# ## Warm start against a cold start
+# Best-so-far fraction of the recorded optimum on held-out shapes of the fold: the cold search, and the same
+# strategy seeded with the fold model's top configs (measured first). Dotted: 0.99.
+
+# %%
+chosen = test[np.linspace(0, len(test) - 1, trace_shapes).round().astype(int)]
+figure, axes = plt.subplots(1, len(chosen), figsize=(4.5 * len(chosen), 3.5), sharey=True, squeeze=False)
+for axis, index in zip(axes[0], chosen):
+    shape = tuple(int(size) for size in data.shapes[index])
+    top = predictor.top_configs(shape, seeds_k)
+    for label, build in (("cold", lambda space: make_strategy(trace_strategy, space, seed=0)),
+                         (f"warm (top {seeds_k})", lambda space: warm_start(trace_strategy, space, top, seed=0))):
+        evaluator = ReplayEvaluator(recorded, shape)
+        with threadpool_limits(1):
+            trace = run_search(build(evaluator.space), evaluator, Budget(evaluations=budget))
+        axis.step(trace["eval_index"], evaluator.optimum_ms / trace["best_ms"], where="post", label=label)
+    axis.axhline(0.99, color="grey", linestyle=":")
+    axis.set(title="x".join(map(str, shape)), xlabel="unique evaluations", xscale="log")
+axes[0][0].set(ylabel="fraction of optimum")
+axes[0][0].legend(loc="lower right");

@@ -1,0 +1,270 @@
+"""Config prediction: one feature code path, the grouped protocol, the predictor file and its checks, the dispatcher's
+compiled trees, and the warm-start wrapper. Runs on a small synthetic GEMM dataset."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tunebench.kernels import matmul
+from tunebench.measure.dataset import Dataset
+from tunebench.measure.result import Result, Status
+from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, feature_names, feature_row, features,
+                               fit_predictor, grouped_folds, load_predictor, read_header, save_predictor,
+                               select_ranker, training_data)
+from tunebench.predict.features import config_columns, encode_columns
+from tunebench.predict.model import ConfigRanker
+from tunebench.search import make_strategy
+from tunebench.search.warm_start import SeededSpace, WarmStart, warm_start
+from tunebench.space import IntRange, PowerOfTwo, Space
+
+SHAPES = [(1, 4096, 4096), (3, 5000, 3000), (16, 1024, 8192), (64, 4608, 1536), (200, 3000, 5000),
+          (256, 4096, 4096), (1000, 5000, 3000), (2048, 8192, 1024), (4096, 4096, 4096), (8192, 3072, 3072)]
+SMALL = RankerSettings(objective="relative", max_iter=20, max_leaf_nodes=7, max_depth=4)
+
+
+def synthetic_latency(shape, config) -> float:
+    """A made-up cost: padded work at a rate that grows with the tile, plus a cost per wave and per K step."""
+    m, n, k = shape
+    tiles = math.ceil(m / config["BLOCK_M"]) * math.ceil(n / config["BLOCK_N"]) * config["SPLIT_K"]
+    padded = (math.ceil(m / config["BLOCK_M"]) * config["BLOCK_M"]) * (math.ceil(n / config["BLOCK_N"])
+                                                                       * config["BLOCK_N"]) * k
+    rate = config["BLOCK_M"] * config["BLOCK_N"] / (config["BLOCK_M"] + config["BLOCK_N"]) * config["num_stages"]
+    return 1e-9 * padded / rate + 1e-3 * math.ceil(tiles / 132) + 1e-4 * k / (config["BLOCK_K"] * config["SPLIT_K"])
+
+
+@pytest.fixture(scope="module")
+def dataset() -> Dataset:
+    space = matmul.config_space()
+    configs = space.sample(np.random.default_rng(0), 40, unique=True)
+    rows = []
+    for shape in SHAPES:
+        for config in configs:
+            latency = synthetic_latency(shape, config)
+            rows.append({"M": shape[0], "N": shape[1], "K": shape[2], **config, "status": "ok", "latency_ms": latency,
+                         "repeats_ms": [0.99 * latency, latency, 1.01 * latency], "compile_s": 1.0, "bench_s": 0.1,
+                         "error": ""})
+    return Dataset(kernel="matmul", dtype="bfloat16", gpu="Test GPU", shape_names=("M", "N", "K"),
+                   parameters=space.parameters, measurements=pd.DataFrame(rows), vendor=pd.DataFrame(),
+                   provenance={"sm_count": 132, "gpu_name": "Test GPU"})
+
+
+@pytest.fixture(scope="module")
+def data(dataset):
+    return training_data(dataset)
+
+
+@pytest.fixture(scope="module")
+def predictor(data):
+    return fit_predictor(data, SMALL)
+
+
+# -- features ----------------------------------------------------------------------------------------------------
+
+def test_batch_and_single_row_features_agree(data):
+    rows = np.arange(0, len(data.latency_ms), 7)
+    shapes = data.shapes[data.group[rows]]
+    configs = [dict(zip(data.space.names, map(int, data.candidates[r % len(data.candidates)]))) for r in rows]
+    batch = features(shapes, config_columns(data.space, configs), data.space, "bfloat16", data.hardware)
+    single = np.array([feature_row(tuple(shape), config, data.space, "bfloat16", data.hardware)
+                       for shape, config in zip(shapes.tolist(), configs)])
+    assert batch.shape == (len(rows), len(feature_names(data.space)))
+    np.testing.assert_array_equal(batch, single)
+    np.testing.assert_array_equal(batch, data.features[rows])
+
+
+def test_config_encoding_is_the_spaces(data):
+    configs = [dict(zip(data.space.names, map(int, row))) for row in data.candidates]
+    np.testing.assert_array_equal(encode_columns(data.space, data.candidates), data.space.encode(configs))
+
+
+def test_interaction_features_by_hand(data):
+    config = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 2, "num_warps": 4,
+              "num_stages": 3}
+    row = dict(zip(feature_names(data.space), feature_row((200, 1000, 3000), config, data.space, "bfloat16")))
+    assert (row["tiles_m"], row["tiles_n"], row["programs"]) == (4, 8, 64)
+    assert row["fill_last_tile_m"] == pytest.approx(8 / 64) and row["fill_last_tile_n"] == pytest.approx(104 / 128)
+    assert row["waves"] == pytest.approx(64 / 132) and row["k_iterations"] == math.ceil(3000 / 128)
+    assert row["shared_memory_per_program"] == 3 * (64 * 64 + 64 * 128) * 2  # the kernel's resource model
+    assert row["programs_per_sm"] == min(228 * 1024 // (3 * (64 * 64 + 64 * 128) * 2), 64 // 4)
+    assert row["K_divisible_16"] == 0 and row["N_divisible_16"] == 0 and row["BLOCK_M"] == 6  # the space encodes log2
+
+
+@pytest.mark.parametrize("shape", [(0, 4096, 4096), (16, 0, 4096), (16, 4096, -3)])
+def test_zero_or_negative_dimension_is_an_error(data, predictor, shape):
+    config = dict(zip(data.space.names, map(int, data.candidates[0])))
+    with pytest.raises(ValueError, match="dimension < 1"):
+        feature_row(shape, config, data.space, "bfloat16")
+    with pytest.raises(ValueError, match="positive int"):
+        predictor.best_config(shape)
+
+
+def test_unknown_or_other_dtype_is_an_error(data, predictor):
+    config = dict(zip(data.space.names, map(int, data.candidates[0])))
+    with pytest.raises(ValueError, match="unsupported dtype 'float64'"):
+        feature_row((16, 4096, 4096), config, data.space, "float64")
+    with pytest.raises(ValueError, match="unsupported dtype"):
+        predictor.best_config((16, 4096, 4096), dtype="int8")
+    with pytest.raises(PredictorError, match="trained for bfloat16, not 'float16'"):
+        predictor.best_config((16, 4096, 4096), dtype="float16")
+
+
+# -- protocol ----------------------------------------------------------------------------------------------------
+
+def test_grouped_folds_never_put_a_shape_in_train_and_test(data):
+    folds = grouped_folds(data.group, 5)
+    tested = np.concatenate([test for _, test in folds])
+    assert sorted(tested.tolist()) == list(range(len(SHAPES)))  # every shape scored exactly once
+    for train, test in folds:
+        assert not set(train) & set(test)
+        assert not set(data.rows_of(train)) & set(data.rows_of(test))
+        assert set(data.group[data.rows_of(test)]) == set(test)
+
+
+def test_tuning_reads_only_the_training_shapes(data):
+    train, test = grouped_folds(data.group, 5)[0]
+    poisoned = replace(data, latency_ms=data.latency_ms.copy(), features=data.features.copy())
+    rows = data.rows_of(test)
+    poisoned.latency_ms[rows] = np.inf
+    poisoned.features[rows] = np.nan
+    grid, iterations = {"max_leaf_nodes": (3, 7)}, (5, 10)
+    clean = select_ranker(data, train, "relative", grid=grid, iterations=iterations)
+    dirty = select_ranker(poisoned, train, "relative", grid=grid, iterations=iterations)
+    assert clean == dirty
+
+
+def test_compiled_forest_equals_sklearn(data):
+    ranker = ConfigRanker(replace(SMALL, max_iter=30, max_depth=6, max_leaf_nodes=15)).fit(data)
+    rows = np.arange(0, len(data.latency_ms), 3)
+    np.testing.assert_allclose(CompiledForest(ranker.model_).predict(data.features[rows]),
+                               ranker.score(data.features[rows]), rtol=1e-12, atol=1e-12)
+
+
+# -- the predictor file ------------------------------------------------------------------------------------------
+
+def test_save_load_round_trip(tmp_path, data, predictor):
+    path = tmp_path / "model.predictor"
+    save_predictor(predictor, path)
+    header = read_header(path)
+    assert header["feature_names"] == feature_names(data.space)
+    assert (header["kernel"], header["dtype"], header["gpu"]) == ("matmul", "bfloat16", "Test GPU")
+    assert header["hardware"]["sm_count"] == 132 and header["training"]["provenance"]["gpu_name"] == "Test GPU"
+    loaded = load_predictor(path, gpu="Test GPU")
+    for shape in [(5, 4096, 4096), (300, 5000, 3000), (9000, 2048, 2048)]:
+        np.testing.assert_array_equal(loaded.scores(shape), predictor.scores(shape))
+        assert loaded.best_config(shape) == predictor.best_config(shape)
+        assert loaded.top_configs(shape, 3) == predictor.top_configs(shape, 3)
+    assert loaded.best_config(np.array([5, 4096, 4096])) == predictor.best_config((5, 4096, 4096))
+
+
+def _rewrite_header(path, change):
+    magic, header, payload = path.read_bytes().split(b"\n", 2)
+    content = json.loads(header)
+    change(content)
+    path.write_bytes(magic + b"\n" + json.dumps(content).encode() + b"\n" + payload)
+
+
+def test_tampered_feature_name_is_rejected(tmp_path, predictor):
+    path = tmp_path / "model.predictor"
+    save_predictor(predictor, path)
+    load_predictor(path)
+    _rewrite_header(path, lambda header: header["feature_names"].__setitem__(3, "log2_M_renamed"))
+    with pytest.raises(PredictorError, match="feature schema mismatch.*log2_M_renamed"):
+        load_predictor(path)
+
+
+def test_tampered_payload_is_rejected(tmp_path, predictor):
+    path = tmp_path / "model.predictor"
+    save_predictor(predictor, path)
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(PredictorError, match="checksum"):
+        load_predictor(path)
+
+
+def test_other_kernel_or_gpu_is_rejected(tmp_path, predictor):
+    path = tmp_path / "model.predictor"
+    save_predictor(predictor, path)
+    with pytest.raises(PredictorError, match="kernel 'matmul', not 'conv2d'"):
+        load_predictor(path, kernel="conv2d")
+    with pytest.raises(PredictorError, match="GPU 'Test GPU', not 'NVIDIA A100'"):
+        load_predictor(path, gpu="NVIDIA A100")
+    (tmp_path / "other").write_bytes(b"not a predictor")
+    with pytest.raises(PredictorError, match="not a tunebench predictor"):
+        load_predictor(tmp_path / "other")
+
+
+def test_best_config_is_the_full_rankings_pick_when_the_shortlist_holds_it(data, predictor):
+    for shape in [tuple(int(v) for v in s) for s in data.shapes]:
+        shortlist = predictor.shortlist.for_shape(shape)
+        scores = predictor.scores(shape)
+        expected = predictor.config(int(shortlist[np.argmax(scores[shortlist])]))
+        assert predictor.best_config(shape) == expected
+        assert len(shortlist) <= 4 * 8
+
+
+# -- warm start --------------------------------------------------------------------------------------------------
+
+def bowl_space() -> Space:
+    return Space([PowerOfTwo("BLOCK_M", 16, 256), PowerOfTwo("BLOCK_N", 16, 256), IntRange("stages", 1, 4)],
+                 name="bowl")
+
+
+def bowl(config) -> Result:
+    latency = 1.0 + (math.log2(config["BLOCK_M"]) - 6) ** 2 + (math.log2(config["BLOCK_N"]) - 5) ** 2 \
+        + 0.3 * abs(config["stages"] - 3)
+    return Result(dict(config), Status.OK, latency_ms=latency, repeats_ms=(latency,))
+
+
+def drive(strategy, limit=200) -> list[list[dict]]:
+    asked = []
+    while sum(map(len, asked)) < limit:
+        batch = strategy.ask()
+        if not batch:
+            break
+        asked.append(batch)
+        strategy.tell([bowl(config) for config in batch])
+    return asked
+
+
+SEEDS = [{"BLOCK_M": 64, "BLOCK_N": 64, "stages": 3}, {"BLOCK_M": 128, "BLOCK_N": 32, "stages": 2},
+         {"BLOCK_M": 16, "BLOCK_N": 256, "stages": 1}]
+
+
+@pytest.mark.parametrize("inner", ["pattern", "lfbo", "random"])
+def test_warm_start_asks_the_seeds_first_then_the_inner_strategy(inner):
+    settings = {"initial_population": 12, "num_neighbors": 30, "n_trees": 10} if inner == "lfbo" else (
+        {"initial_population": 12} if inner == "pattern" else {})
+    asked = drive(warm_start(inner, bowl_space(), SEEDS, seed=3, **settings))
+    assert asked[0] == SEEDS
+    # The reference: the inner strategy alone over the seeded space, answered by the same function.
+    reference = drive(make_strategy(inner, SeededSpace(bowl_space(), SEEDS), seed=3, **settings), limit=10_000)
+    space = bowl_space()
+    seen = {space.key(config) for config in SEEDS}
+    expected = []
+    for batch in reference:
+        new = [config for config in batch if space.key(config) not in seen]
+        seen.update(space.key(config) for config in new)
+        if new:
+            expected.append(new)
+    assert asked[1:] == expected[:len(asked) - 1]
+    keys = [space.key(config) for batch in asked for config in batch]
+    assert len(keys) == len(set(keys))  # nothing measured twice
+    assert all(space.key(seed) in {space.key(c) for c in reference[0]} for seed in SEEDS)  # seeds in its population
+
+
+def test_warm_start_without_seeds_is_the_inner_strategy():
+    plain = drive(make_strategy("pattern", bowl_space(), seed=5, initial_population=10))
+    wrapped = drive(WarmStart(bowl_space(), 5, WarmStart.Settings("pattern", (("initial_population", 10),))))
+    assert wrapped == plain
+
+
+def test_warm_start_tells_the_inner_strategy_the_seed_results():
+    strategy = warm_start("pattern", bowl_space(), SEEDS, seed=1, initial_population=8)
+    strategy.tell([bowl(config) for config in strategy.ask()])
+    strategy.ask()  # hands over: the inner strategy asks its population, which holds the seeds
+    assert strategy.inner.observed[bowl_space().key(SEEDS[0])] == bowl(SEEDS[0]).latency_ms
