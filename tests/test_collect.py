@@ -41,7 +41,8 @@ class StandInBench:
         return None
 
     def provenance(self, command=()):
-        return {"gpu_name": "stand-in", "command": " ".join(command)}
+        return {"gpu_name": "stand-in", "command": " ".join(command), "date": time.time(),
+                "timing": {"delay_s": self.delay_s}}
 
     def measure_vendor(self, shape):
         return Result({}, Status.OK, latency_ms=1.0, repeats_ms=(1.0, 1.0, 1.0), bench_s=0.01)
@@ -108,6 +109,9 @@ sweep("matmul", "bfloat16", SHAPES, Path({str(out)!r}), limit_configs=40, make_b
     dataset = load_dataset(out, kernel="matmul")
     assert len(dataset.measurements) == 80 and len(dataset.vendor) == 2
     assert dataset.provenance["gpu_name"] == "stand-in"
+    first, second = dataset.provenance["sittings"]  # the resumed sweep ran with another timing: the dataset says so
+    assert first["measured_before"] == 0 and second["measured_before"] >= measured_before
+    assert "timing" not in first and second["timing"] == {"delay_s": 0.0}
     failures = dataset.measurements[dataset.measurements.status != "ok"]
     assert (failures.status == "compile_error").all() and failures.latency_ms.isna().all()
 

@@ -13,14 +13,18 @@ from tunebench.measure.workers import Worker
 
 
 def test_repeats_and_hold_follow_the_policy():
-    policy = TimingPolicy(target_ms=10.0, min_repeats=3, max_repeats=30, hold_base_ms=0.5, hold_per_run_ms=0.1)
+    policy = TimingPolicy(target_ms=10.0, min_repeats=3, max_repeats=30, hold_base_ms=0.5, hold_per_run_ms=0.1,
+                          hold_margin=2.0)
     assert [policy.repeats_for(ms) for ms in (0.01, 1.0, 4.0, 100.0)] == [30, 10, 3, 3]
     assert policy.hold_ms(10) == pytest.approx(1.5)
+    assert policy.hold_ms(10, host_ms_per_run=0.2) == pytest.approx(0.5 + 10 * 0.4), "the measured host time, with margin"
+    assert policy.hold_ms(10, host_ms_per_run=0.2, gpu_ms_per_run=0.1) == pytest.approx(0.5 + 10 * 0.3), "less the GPU time"
+    assert policy.hold_ms(10, host_ms_per_run=0.2, gpu_ms_per_run=5.0) == pytest.approx(1.5), "at least hold_per_run_ms"
     assert TimingPolicy(hold_base_ms=0.0).hold_ms(10) == 0.0
     assert "GPU spin" in policy.describe()["method"] and "GPU spin" not in TimingPolicy(hold_base_ms=0).describe()["method"]
 
 
-@pytest.mark.parametrize("bad", [{"min_repeats": 0}, {"hold_per_run_ms": -1.0}, {"hold_retry_factor": 0.5}])
+@pytest.mark.parametrize("bad", [{"min_repeats": 0}, {"hold_per_run_ms": -1.0}, {"hold_margin": 0.5}, {"hold_retry_factor": 0.5}])
 def test_bad_policy_is_an_error(bad):
     with pytest.raises(ValueError):
         TimingPolicy(**bad)
@@ -56,7 +60,7 @@ def test_the_hold_keeps_host_delays_out_of_the_measured_times():
         time.sleep(0.001)  # a host that takes 1 ms to launch a kernel of a few microseconds
         x.add_(1.0)
 
-    held = Timer(TimingPolicy(min_repeats=10, max_repeats=10, hold_base_ms=1.0, hold_per_run_ms=3.0))
+    held = Timer(TimingPolicy(min_repeats=10, max_repeats=10))  # the spin adapts to the host's measured pace
     unheld = Timer(TimingPolicy(min_repeats=10, max_repeats=10, hold_base_ms=0.0))
     held_ms, unheld_ms = sorted(held.time(slow_host_fast_kernel)), sorted(unheld.time(slow_host_fast_kernel))
     assert held_ms[5] < 0.2, held_ms
@@ -66,6 +70,14 @@ def test_the_hold_keeps_host_delays_out_of_the_measured_times():
 @pytest.mark.gpu
 def test_a_spin_too_short_for_the_host_is_timed_again():
     x = torch.zeros(1024, device="cuda")
+    calls = []
+
+    def slower_after_the_estimate():
+        calls.append(1)
+        if len(calls) > 2:  # the warm-up and the estimate run fast; the timed runs take the host 2 ms each
+            time.sleep(0.002)
+        x.add_(1.0)
+
     timer = Timer(TimingPolicy(min_repeats=5, max_repeats=5, hold_base_ms=0.05, hold_per_run_ms=0.01))
-    timer.time(lambda: (time.sleep(0.002), x.add_(1.0)))
-    assert timer.retries >= 1
+    assert sorted(timer.time(slower_after_the_estimate))[2] < 0.2
+    assert timer.retries == 1

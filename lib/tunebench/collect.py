@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,10 +41,16 @@ def parse_shapes(text: str, dimensions: int) -> list[Shape]:
 
 
 class Journal:
-    """An append-only JSON-lines record of a sweep; a line cut short by a kill is ignored on reading."""
+    """An append-only JSON-lines record of a sweep; a line cut short by a kill is ignored on reading.
 
-    def __init__(self, path: Path) -> None:
+    Every line is flushed to the operating system at once (a killed process loses nothing); it is forced to disk
+    at most every `sync_interval_s`, since an fsync per measurement costs more than timing a small kernel.
+    """
+
+    def __init__(self, path: Path, sync_interval_s: float = 2.0) -> None:
         self.path = path
+        self.sync_interval_s = sync_interval_s
+        self._synced = time.monotonic()
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def read(self) -> list[dict[str, Any]]:
@@ -63,7 +69,9 @@ class Journal:
         with self.path.open("a") as handle:
             handle.write(json.dumps(record) + "\n")
             handle.flush()
-            os.fsync(handle.fileno())
+            if time.monotonic() - self._synced >= self.sync_interval_s:
+                os.fsync(handle.fileno())
+                self._synced = time.monotonic()
 
 
 def _result_record(kind: str, shape: Shape, result: Result) -> dict[str, Any]:
@@ -74,12 +82,30 @@ def _result_record(kind: str, shape: Shape, result: Result) -> dict[str, Any]:
     }
 
 
-def build_dataset(kernel_name: str, dtype: str, records: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any]):
+def sweep_provenance(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The first sitting's provenance; when a sweep took several sittings, `sittings` lists each one's date, how
+    many measurements came before it, and whatever in its provenance differs from the first's (versions, the
+    timing policy, the command), so that a dataset measured across a change says so."""
+    sittings = [record for record in records if record["kind"] == "provenance"]
+    if not sittings:
+        raise ValueError("the journal holds no provenance record")
+    first = dict(sittings[0]["provenance"])
+    if len(sittings) > 1:
+        first["sittings"] = [
+            {"measured_before": sitting.get("measured_before", 0), "date": sitting["provenance"].get("date"),
+             **{name: value for name, value in sitting["provenance"].items()
+                if name != "date" and first.get(name) != value}}
+            for sitting in sittings]
+    return first
+
+
+def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, Any]]):
     """The Dataset of a finished sweep: the last record of each (shape, config) wins."""
     from tunebench.measure.dataset import Dataset
 
     kernel = get_kernel(kernel_name)
     space = kernel.config_space()
+    provenance = sweep_provenance(records)
     triton_rows: dict[tuple, dict] = {}
     vendor_rows: dict[tuple, dict] = {}
     for record in records:
@@ -149,10 +175,7 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
                     known_compile_s=compile_s, on_compile=lambda special, key, seconds: journal.append(
                         {"kind": "compile", "specialization": list(special), "key": list(key),
                          "compile_s": seconds})) as bench:
-        provenance = next((r["provenance"] for r in records if r["kind"] == "provenance"), None)
-        if provenance is None:
-            provenance = bench.provenance(command)
-            journal.append({"kind": "provenance", "provenance": provenance})
+        journal.append({"kind": "provenance", "provenance": bench.provenance(command), "measured_before": len(done)})
         with tqdm(total=remaining, unit="config", smoothing=0.05, mininterval=5.0, file=sys.stdout) as progress:
             for shape in shapes:
                 if stop_after_s is not None and time.monotonic() - start > stop_after_s:
@@ -176,7 +199,7 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
         print(f"stopped after {time.monotonic() - start:.0f} s as asked; run the same command again to continue",
               flush=True)
         return False
-    dataset = build_dataset(kernel_name, dtype, journal.read(), provenance)
+    dataset = build_dataset(kernel_name, dtype, journal.read())
     save_dataset(dataset, out)
     print(f"wrote {out} ({len(dataset.measurements)} measurements, {len(shapes)} shapes) "
           f"in {time.monotonic() - start:.0f} s", flush=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -18,11 +19,13 @@ class TimingPolicy:
     """How much to time each config. Defaults keep a full sweep affordable while the median stays stable
     (repeatability is measured by benchmarks/measurement_throughput.py).
 
-    hold_base_ms, hold_per_run_ms: the timed runs are queued behind a GPU spin of hold_base_ms + count x
-    hold_per_run_ms, so that the host's launch delays (a busy CPU, the scheduler) never open idle gaps inside a
-    timed region: every run starts as soon as the GPU finishes the one before (nvbench's blocking kernel does
-    the same). When the spin ends before the host has queued everything, the round is timed again with a spin
-    `hold_retry_factor` times longer. hold_base_ms = 0 turns the hold off.
+    hold_base_ms, hold_per_run_ms: the timed runs are queued behind a GPU spin, so that the host's launch delays
+    (a busy CPU, the scheduler) never open idle gaps inside a timed region: every run starts as soon as the GPU
+    finishes the one before (nvbench's blocking kernel does the same). The spin lasts hold_base_ms + count x (the
+    host's time to queue one run, measured on the estimate round, x hold_margin, less the GPU time of one run,
+    which the queue gains back; at least hold_per_run_ms). When the
+    spin ends before the host has queued everything, the round is timed once more behind a spin sized by the
+    host's pace in that round, times `hold_retry_factor`. hold_base_ms = 0 turns the hold off.
     """
 
     warmup_runs: int = 1
@@ -31,7 +34,8 @@ class TimingPolicy:
     max_repeats: int = 30
     flush_bytes: int = 256 * 1024 * 1024  # larger than the L2 of any current GPU (H100: 50 MiB)
     hold_base_ms: float = 0.3
-    hold_per_run_ms: float = 0.06  # host time to queue one flush, two events and a Triton launch, with margin
+    hold_per_run_ms: float = 0.02  # the least host time assumed to queue one flush, two events and a launch
+    hold_margin: float = 2.0
     hold_retry_factor: float = 4.0
 
     def __post_init__(self) -> None:
@@ -39,17 +43,22 @@ class TimingPolicy:
             raise ValueError(f"need 1 <= min_repeats <= max_repeats, got {self.min_repeats}, {self.max_repeats}")
         if self.target_ms <= 0 or self.warmup_runs < 0 or self.flush_bytes < 0:
             raise ValueError(f"target_ms must be > 0 and warmup_runs, flush_bytes >= 0: {self}")
-        if self.hold_base_ms < 0 or self.hold_per_run_ms < 0 or self.hold_retry_factor < 1:
-            raise ValueError(f"hold_base_ms and hold_per_run_ms must be >= 0 and hold_retry_factor >= 1: {self}")
+        if self.hold_base_ms < 0 or self.hold_per_run_ms < 0 or self.hold_margin < 1 or self.hold_retry_factor < 1:
+            raise ValueError("hold_base_ms and hold_per_run_ms must be >= 0, hold_margin and hold_retry_factor "
+                             f">= 1: {self}")
 
     def repeats_for(self, estimate_ms: float) -> int:
         if estimate_ms <= 0:
             return self.max_repeats
         return max(self.min_repeats, min(self.max_repeats, math.ceil(self.target_ms / estimate_ms)))
 
-    def hold_ms(self, runs: int) -> float:
-        """GPU time the spin holds the stream for while `runs` timed runs are queued (0: no hold)."""
-        return self.hold_base_ms + runs * self.hold_per_run_ms if self.hold_base_ms > 0 else 0.0
+    def hold_ms(self, runs: int, host_ms_per_run: float = 0.0, gpu_ms_per_run: float = 0.0) -> float:
+        """GPU time the spin holds the stream for while `runs` timed runs are queued, each taking the host
+        `host_ms_per_run` to queue and the GPU `gpu_ms_per_run` to run (0: no hold)."""
+        if self.hold_base_ms == 0:
+            return 0.0
+        per_run = max(self.hold_per_run_ms, self.hold_margin * host_ms_per_run - gpu_ms_per_run)
+        return self.hold_base_ms + runs * per_run
 
     def describe(self) -> dict:
         method = "CUDA events around each run, L2 flushed before each run, median of repeats"
@@ -64,6 +73,7 @@ class Timer:
     def __init__(self, policy: TimingPolicy, device: torch.device | str = "cuda") -> None:
         self.policy = policy
         self.flush = flush_buffer(policy, device)
+        self.flush_ms = _flush_ms(self.flush)
         self.spin_cycles_per_ms = _spin_cycles_per_ms() if policy.hold_base_ms > 0 else 0.0
         self.retries = 0  # rounds timed again because the spin ended before everything was queued
 
@@ -72,37 +82,41 @@ class Timer:
         for _ in range(self.policy.warmup_runs):
             function()
         torch.cuda.synchronize()
-        estimate = self._timed_runs(function, 1)[0]
-        return self._timed_runs(function, self.policy.repeats_for(estimate))
+        estimate, host_ms = self._timed_runs(function, 1, self.policy.hold_ms(1, self.policy.hold_per_run_ms * 10))
+        count = self.policy.repeats_for(estimate[0])
+        return self._timed_runs(function, count, self.policy.hold_ms(count, host_ms, estimate[0] + self.flush_ms))[0]
 
-    def _timed_runs(self, function: Callable[[], object], count: int) -> list[float]:
-        hold_ms = self.policy.hold_ms(count)
-        while True:
-            times, drained = _timed_runs(function, self.flush, count, round(hold_ms * self.spin_cycles_per_ms))
-            if not drained or hold_ms >= self.policy.hold_ms(count) * self.policy.hold_retry_factor:
-                return times
+    def _timed_runs(self, function: Callable[[], object], count: int, hold_ms: float) -> tuple[list[float], float]:
+        """Times of `count` runs and the host's ms to queue one. If the spin ended before the host had queued them,
+        they are timed once more, behind a spin sized by the host's pace in the drained round."""
+        times, host_ms, drained = _timed_runs(function, self.flush, count, round(hold_ms * self.spin_cycles_per_ms))
+        if drained:
             self.retries += 1
-            hold_ms *= self.policy.hold_retry_factor
+            hold_ms = max(hold_ms, self.policy.hold_ms(count, host_ms)) * self.policy.hold_retry_factor
+            times, host_ms, _ = _timed_runs(function, self.flush, count, round(hold_ms * self.spin_cycles_per_ms))
+        return times, host_ms
 
 
 def _timed_runs(function: Callable[[], object], flush: torch.Tensor | None, count: int,
-                hold_cycles: int) -> tuple[list[float], bool]:
-    """Times of `count` runs, and whether a hold was asked for and the spin ended before all were queued."""
+                hold_cycles: int) -> tuple[list[float], float, bool]:
+    """Times of `count` runs; the host's ms to queue one run; whether the spin ended before all were queued."""
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     held = torch.cuda.Event()
     if hold_cycles > 0:
         torch.cuda._sleep(hold_cycles)
         held.record()
+    queued = time.perf_counter()
     for start, end in zip(starts, ends):
         if flush is not None:
             flush.zero_()
         start.record()
         function()
         end.record()
+    host_ms = 1e3 * (time.perf_counter() - queued) / count
     drained = hold_cycles > 0 and held.query()
     torch.cuda.synchronize()
-    return [start.elapsed_time(end) for start, end in zip(starts, ends)], drained
+    return [start.elapsed_time(end) for start, end in zip(starts, ends)], host_ms, drained
 
 
 def _spin_cycles_per_ms(calibration_cycles: int = 2_000_000, rounds: int = 5) -> float:
@@ -117,6 +131,21 @@ def _spin_cycles_per_ms(calibration_cycles: int = 2_000_000, rounds: int = 5) ->
         end.synchronize()
         elapsed.append(start.elapsed_time(end))
     return calibration_cycles / statistics.median(elapsed)
+
+
+def _flush_ms(flush: torch.Tensor | None, rounds: int = 5) -> float:
+    """GPU time of one L2 flush (median of a few), 0 without a flush buffer."""
+    if flush is None:
+        return 0.0
+    elapsed = []
+    for _ in range(rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        flush.zero_()
+        end.record()
+        end.synchronize()
+        elapsed.append(start.elapsed_time(end))
+    return statistics.median(elapsed)
 
 
 def flush_buffer(policy: TimingPolicy, device: torch.device | str = "cuda") -> torch.Tensor | None:
