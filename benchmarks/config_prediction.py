@@ -11,7 +11,6 @@ import functools
 import json
 import math
 import os
-import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -28,13 +27,12 @@ from tunebench.predict import (SELECTED, by_family, cross_validate, fit_predicto
                                read_header, save_predictor, select_ranker, summarize_efficiency, training_data)
 from tunebench.predict.dispatch import (DIVISIBILITY_MISMATCH, NEIGHBOUR_WEIGHTS, SHORTLIST_NEIGHBOURS,
                                         SHORTLIST_PER_SHAPE, Shortlist)
-from tunebench.predict.model import OBJECTIVES, relative_speed
+from tunebench.predict.model import MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES, relative_speed
 from tunebench.predict.protocol import N_SPLITS, dispatch_latency_ms
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h100_prediction.parquet"
-EXHAUSTIVE = REPO / "results" / "datasets" / "matmul_bfloat16_h100.parquet"  # same GPU; 3 shapes in common
 OUT = REPO / "results" / "config_prediction"
 # CK Tile's published dispatcher numbers (fp16 on gfx950): mean, P10 and min efficiency over their test shapes.
 CK_TILE = {"mean": 0.9936, "p10": 0.9805, "min": 0.9545}
@@ -43,10 +41,7 @@ SEARCH_BUDGET = 200  # unique evaluations per search run at most
 TOP_K_SEEDS = 10  # model's top configs measured first by the warm start
 SMALL_POPULATION = 30  # the inner strategies' initial population in the "-30" variants (default: 100)
 PIPELINES = (*OBJECTIVES, SELECTED)
-PLAN = "remeasure_plan.json"  # what `--remeasure` times on a GPU: per shape, the picks and the recorded top configs
-REMEASURED = "remeasured.csv"
-RECORDED_TOP = 5  # recorded fastest configs of each shape that are re-measured beside the picks
-REMEASURE_ROUNDS = 3  # rounds over every shape; a config's re-measured latency is its median over rounds
+WORST_SHAPES = 10  # the held-out shapes listed with their pick and measured best
 
 
 class StopAtTarget:
@@ -78,7 +73,6 @@ def _dataset(path: str):
 
 def search_run(path: str, shape: tuple[int, ...], strategy: str, variant: str, seeds: list[dict], seed: int) -> dict:
     """Evaluations until TARGET of the shape's recorded optimum (NaN if never within SEARCH_BUDGET), one run."""
-    # Imported here: the search registry needs optuna, which `--remeasure` on a bare GPU machine does not.
     from tunebench.search import make_strategy
     from tunebench.search.warm_start import warm_start
     from tunebench.study import Budget, run_search
@@ -121,85 +115,6 @@ def _nearest(shortlist: Shortlist, shape: np.ndarray) -> int:
     return int(np.argmin(distance))
 
 
-def retest(dataset, other_path: Path) -> pd.DataFrame:
-    """For the shapes measured in both datasets: efficiency, in `dataset`, of the config that is fastest in the other
-    dataset among the configs both recorded, i.e. what a perfect predictor judged by an independent measurement
-    scores here."""
-    other = load_dataset(other_path, kernel=dataset.kernel)
-    names = list(dataset.parameter_names)
-    rows = []
-    for shape in sorted(set(dataset.shapes()) & set(other.shapes())):
-        here = dataset.task(shape).set_index(names)["latency_ms"]
-        there = other.task(shape).set_index(names)["latency_ms"].reindex(here.index)
-        pick = there.idxmin()
-        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "common configs": int(there.notna().sum()),
-                     "efficiency here of the other dataset's best": percent(here.min() / here[pick])})
-    return pd.DataFrame(rows)
-
-
-def remeasure_plan(data, picks: dict[str, np.ndarray], top_selected: np.ndarray) -> dict[str, Any]:
-    """Per shape: the configs to re-measure head to head (the recorded top RECORDED_TOP, the `selected` model's top 5
-    and every pick) and which config each role picked."""
-    latency = data.latency_ms.reshape(len(data.shapes), -1)
-    shapes = []
-    for index, shape in enumerate(data.shapes.tolist()):
-        recorded = np.argsort(latency[index], kind="stable")[:RECORDED_TOP]
-        roles = {"recorded best": int(recorded[0]), **{role: int(chosen[index]) for role, chosen in picks.items()}}
-        chosen = sorted({*map(int, recorded), *map(int, top_selected[index]), *roles.values()})
-        shapes.append({"shape": shape, "configs": [data.candidates[i].tolist() for i in chosen],
-                       "roles": {role: data.candidates[i].tolist() for role, i in roles.items()}})
-    return {"names": list(data.space.names), "dtype": data.dtype, "gpu": data.gpu, "shapes": shapes}
-
-
-def remeasure(plan_path: Path, out_path: Path, rounds: int, seed: int = 0) -> None:
-    """On a GPU: time every planned config of every shape in `rounds` rounds, shapes and configs in a fresh random
-    order each round, with the project's timing method (`GpuBench`); one CSV row per (shape, config, round)."""
-    from tunebench.measure.live import GpuBench
-
-    plan = json.loads(plan_path.read_text())
-    names = plan["names"]
-    rng = np.random.default_rng(seed)
-    rows = []
-    with GpuBench("matmul", plan["dtype"]) as bench:
-        out_path.with_suffix(".json").write_text(json.dumps(bench.provenance(sys.argv), indent=1))
-        for round_index in range(rounds):
-            for position in rng.permutation(len(plan["shapes"])):
-                entry = plan["shapes"][position]
-                configs = [dict(zip(names, values)) for values in entry["configs"]]
-                order = rng.permutation(len(configs))
-                results = bench.measure([configs[i] for i in order], tuple(entry["shape"]))
-                for result in results:
-                    rows.append({"M": entry["shape"][0], "N": entry["shape"][1], "K": entry["shape"][2],
-                                 "config": ",".join(str(result.config[name]) for name in names), "round": round_index,
-                                 "status": result.status.value, "latency_ms": result.latency_ms,
-                                 "spread": (max(result.repeats_ms) - min(result.repeats_ms))
-                                 / statistics.median(result.repeats_ms) if result.ok else math.nan})
-            pd.DataFrame(rows).to_csv(out_path, index=False)  # after every round: a cut-short run keeps its rounds
-            print(f"round {round_index + 1} of {rounds} done", flush=True)
-
-
-def remeasured_efficiency(plan: dict[str, Any], frame: pd.DataFrame) -> pd.DataFrame | None:
-    """Per role, efficiency from the re-measurement: best median-over-rounds latency among the shape's re-measured
-    configs / the role's pick's. None when the re-measurement does not cover the plan (stale)."""
-    latency = frame.groupby(["M", "N", "K", "config"])["latency_ms"].median()
-    per_role: dict[str, list[float]] = {}
-    for entry in plan["shapes"]:
-        shape = tuple(entry["shape"])
-        keys = [",".join(map(str, values)) for values in entry["configs"]]
-        if any((*shape, key) not in latency.index for key in keys):
-            return None
-        measured = latency.loc[[(*shape, key) for key in keys]]
-        for role, values in entry["roles"].items():
-            per_role.setdefault(role, []).append(measured.min() / latency.loc[(*shape, ",".join(map(str, values)))])
-    rows = []
-    for role, values in per_role.items():
-        values = np.array(values)
-        rows.append({"pick": role, "mean": percent(values.mean()), "P10": percent(np.percentile(values, 10)),
-                     "min": percent(values.min()), "median": percent(np.median(values)),
-                     "shapes >= 99 %": f"{np.mean(values >= 0.99):.0%}"})
-    return pd.DataFrame(rows)
-
-
 def one_hot(indices: np.ndarray, count: int) -> np.ndarray:
     scores = np.zeros((len(indices), count))
     scores[np.arange(len(indices)), indices] = 1.0
@@ -223,13 +138,7 @@ def main() -> int:
     parser.add_argument("--lfbo-seeds", type=int, default=1, help="search seeds per held-out shape for LFBO")
     parser.add_argument("--pattern-seeds", type=int, default=5, help="search seeds per held-out shape for pattern")
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--remeasure", type=Path, metavar="CSV",
-                        help=f"on a GPU: time the configs of <out>/{PLAN} head to head into CSV, and stop")
-    parser.add_argument("--rounds", type=int, default=REMEASURE_ROUNDS, help="re-measurement rounds")
     args = parser.parse_args()
-    if args.remeasure is not None:
-        remeasure(args.out / PLAN, args.remeasure, args.rounds)
-        return 0
     command = " ".join([".venv/bin/python", os.path.relpath(os.path.abspath(sys.argv[0]), REPO), *sys.argv[1:]])
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -267,7 +176,8 @@ def main() -> int:
             table[column] = table[column].map(lambda v: f"{v:.2f}")
         table.columns = ["family", "shapes", "mean", "P10", "min", "median", "top-1 hit rate", "top-5 hit rate"]
     chosen = pd.DataFrame([{"fold": o.fold, "objective": o.objective, "max_leaf_nodes": o.settings.max_leaf_nodes,
-                            "iterations": o.settings.max_iter, "inner validation mean efficiency":
+                            "iterations": o.settings.max_iter,
+                            "portfolio": o.settings.portfolio_size or "all", "inner validation mean efficiency":
                             percent(o.inner_efficiency), "test shapes": len(o.test_shapes)}
                            for o in cv.outcomes[SELECTED]])
     trees = [outcome.settings.max_iter for outcome in cv.outcomes[SELECTED]]
@@ -343,43 +253,16 @@ def main() -> int:
         per_shape[f"{strategy}_{variant}_evals_to_{TARGET}"] = [medians.get(s, math.nan) for s in shapes]
     per_shape.to_csv(args.out / "per_shape.csv", index=False)
 
-    retested = retest(dataset, EXHAUSTIVE)
-    picks = {pipeline: np.argmax(cv.scores(pipeline), axis=1) for pipeline in PIPELINES}
-    picks["dispatcher"] = cv.dispatched(SELECTED)
-    picks.update({f"baseline: {name}": table["predicted"].to_numpy() for name, table in baseline_tables.items()})
-    plan = remeasure_plan(data, picks, np.argsort(-selected_scores, axis=1, kind="stable")[:, :5])
-    (args.out / PLAN).write_text(json.dumps(plan))
-    remeasured = None
-    if (args.out / REMEASURED).exists():
-        remeasured = remeasured_efficiency(plan, pd.read_csv(args.out / REMEASURED))
-    if remeasured is None:
-        remeasured_text = (f"Not available: `{os.path.relpath(args.out / REMEASURED, REPO)}` is missing or does not "
-                           f"cover this run's picks. On a GPU: `PYTHONPATH=lib python3 "
-                           f"benchmarks/config_prediction.py --remeasure {os.path.relpath(args.out / REMEASURED, REPO)}`"
-                           ", then run this script again.")
-    else:
-        remeasure_info = json.loads((args.out / REMEASURED).with_suffix(".json").read_text())
-        remeasured_rounds = pd.read_csv(args.out / REMEASURED)["round"].nunique()
-        remeasured_text = f"""Every pick of every pipeline (out of fold), the `selected` model's top 5 and the recorded top
-{RECORDED_TOP} of each shape, re-timed on {remeasure_info['gpu_name']} ({remeasure_info['date']}; driver
-{remeasure_info['driver']}, torch {remeasure_info['torch']}, Triton {remeasure_info['triton']}) with the project's timing
-method, in {remeasured_rounds} rounds (shapes and configs in a fresh random order each round), median over rounds. Efficiency
-= best re-measured latency among the shape's re-measured configs / the pick's re-measured latency. The best of all
-{count} under re-measurement is approximated by the best of this set (it holds the recorded top {RECORDED_TOP}).
-Command: `PYTHONPATH=lib python3 benchmarks/config_prediction.py --remeasure
-{os.path.relpath(args.out / REMEASURED, REPO)}` (file `{os.path.relpath(args.out / REMEASURED, REPO)}`).
-
-{markdown_table(remeasured)}
-
-`recorded best` is the config that was fastest in the recorded dataset: its row is the noise floor of the recorded
-ground truth (how often, re-timed, it is still the fastest of the set). The gap between it and the model's picks is
-model error; the gap between these numbers and the recorded-data table above is timing noise in the record. The
-re-timed set holds only the configs listed, so a config missed by both the record and the models stays unseen."""
-
     # -- summary ------------------------------------------------------------------------------------------
     header = read_header(path)
-    low_rows = per_shape[per_shape[f"{SELECTED}_efficiency"] < 0.9]
-    disturbed = int((low_rows["predicted_row_spread"] > 0.5).sum())
+    disturbed_share = float(np.mean(np.isfinite(data.spread) & (data.spread > MAX_TRAINING_SPREAD)))
+    worst = per_shape.nsmallest(WORST_SHAPES, f"{SELECTED}_efficiency")
+    worst_table = pd.DataFrame({
+        "M": worst["M"], "N": worst["N"], "K": worst["K"], "family": worst["family"],
+        "N, K multiples of 16": [bool(n % 16 == 0 and k % 16 == 0) for n, k in zip(worst["N"], worst["K"])],
+        "efficiency": worst[f"{SELECTED}_efficiency"].map(percent), "predicted config": worst["predicted_config"],
+        "its ms": worst["predicted_ms"].map(lambda v: f"{v:.4f}"), "measured best": worst["best_config"],
+        "best ms": worst["best_ms"].map(lambda v: f"{v:.4f}")})
     total_s = time.perf_counter() - started
     text = f"""# Config prediction for unseen GEMM shapes (bf16, H100)
 
@@ -396,11 +279,15 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
   never saw any measurement of that shape. A test checks that no shape is in both the training and test shapes of
   a fold.
 - **Inner**: in each fold, a 25 % shape split of the training shapes (GroupShuffleSplit) chooses the tree size
-  (max_leaf_nodes 15 or 63), the number of boosting iterations (25 to 300, read off staged predictions) and, for the
-  `selected` pipeline, the objective, by the mean efficiency of the picks on the inner validation shapes. No early
-  stopping or tuning ever looks at the fold being scored. The chosen settings per fold are listed below.
-- **Training rows**: rows whose repeats spread over more than half their median ((max - min) / median > 0.5, 9 % of
-  the rows: disturbed timings) get weight 0 in training. **Scoring uses every recorded row, unfiltered.**
+  (max_leaf_nodes 15 or 63), the number of boosting iterations (25 to 300, read off staged predictions), the
+  portfolio (the model picks only among the {", ".join(str(size) for size in PORTFOLIO_CHOICES if size)} configs that
+  greedily cover the inner training shapes' near-best configs, or among all {count}) and, for the `selected`
+  pipeline, the objective, by the mean efficiency of the picks on the inner validation shapes. The portfolio is then
+  chosen again on all of the fold's training shapes. No early stopping or tuning ever looks at the fold being scored.
+  The chosen settings per fold are listed below.
+- **Training rows**: rows whose repeats spread over more than half their median ((max - min) / median > 0.5:
+  {disturbed_share:.2%} of the rows, disturbed timings) get weight 0 in training. **Scoring uses every recorded row,
+  unfiltered.**
 - **Efficiency** of a shape = measured latency of the best of the {count} candidates / measured latency of the
   predicted config (the model's argmax). Mean, P10 (numpy's linear-interpolation 10th percentile over shapes) and
   min over the {len(shapes)} shapes. **Top-1 hit rate**: share of shapes whose predicted config is the measured
@@ -420,8 +307,8 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
 
 CK Tile's numbers are theirs, on another GPU, dtype, kernel family and candidate set, under a protocol that early-
 stops on the scored fold; they are placed here for orientation, not as a like-for-like comparison. The table above
-judges picks by the recorded timings, which include disturbed measurements; the same picks re-timed head to head are
-under "Re-measured head to head" below.
+judges picks by the recorded timings, which are the truth this protocol has: each is the median of up to 30 runs
+(see the README for the timing method and the dataset's spread).
 
 ### Per family
 
@@ -441,21 +328,12 @@ under "Re-measured head to head" below.
 
 {markdown_table(chosen)}
 
-### Why the tail is low
+### Where it misses
 
-Of the {len(low_rows)} shapes below 90 % (selected), {disturbed} have a predicted config whose recorded timing is
-disturbed (repeats spread > 0.5 of the median): the measurement, not necessarily the pick, is slow. The shapes
-measured in both recorded datasets (`{os.path.relpath(EXHAUSTIVE, REPO)}`, same GPU, another sitting) show how
-far an independent measurement's best scores under this metric, i.e. the ceiling of a perfect predictor:
+The {WORST_SHAPES} held-out shapes with the lowest efficiency (`selected`), with the pick and the measured best
+(configs as {", ".join(data.space.names)}):
 
-{markdown_table(retested)}
-
-A perfect predictor is therefore capped below 100 % on this data; the re-measurement below separates model error
-from timing noise.
-
-### Re-measured head to head
-
-{remeasured_text}
+{markdown_table(worst_table)}
 
 ## Ranking time and dispatcher
 

@@ -18,7 +18,7 @@ from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, f
                                fit_predictor, grouped_folds, load_predictor, read_header, save_predictor,
                                select_ranker, training_data)
 from tunebench.predict.features import config_columns, encode_columns
-from tunebench.predict.model import ConfigRanker
+from tunebench.predict.model import ConfigRanker, portfolio, restrict
 from tunebench.search import make_strategy
 from tunebench.search.warm_start import SeededSpace, WarmStart, warm_start
 from tunebench.space import IntRange, PowerOfTwo, Space
@@ -205,6 +205,33 @@ def test_best_config_is_the_full_rankings_pick_when_the_shortlist_holds_it(data,
         expected = predictor.config(int(shortlist[np.argmax(scores[shortlist])]))
         assert predictor.best_config(shape) == expected
         assert len(shortlist) <= 4 * 8
+
+
+def test_portfolio_is_a_greedy_cover_of_near_best_configs(data):
+    two = np.array([0, 1])
+    latency = data.latency_ms.copy()
+    table = latency.reshape(len(data.shapes), -1)
+    table[:2] = 10.0
+    table[0, 3], table[0, 5], table[1, 5], table[1, 7] = 1.0, 1.1, 2.0, 1.0
+    covered = replace(data, latency_ms=table.ravel())
+    # candidate 5 is near-best on both shapes (mean relative speed (1/1.1 + 1/2) / 2), more than 3 or 7 alone (0.55)
+    assert portfolio(covered, two, 1).tolist() == [5]
+    assert portfolio(covered, two, 2).tolist() == [5, 7]  # 7 lifts shape 1 from 0.5 to 1; 3 lifts shape 0 by 0.09
+    assert sorted(portfolio(covered, two, 3).tolist()) == [3, 5, 7]
+    assert portfolio(covered, two, 0).tolist() == list(range(len(data.candidates)))
+
+
+def test_a_predictor_picks_only_from_its_portfolio(data):
+    small = fit_predictor(data, replace(SMALL, portfolio_size=3))
+    assert len(small.portfolio) == 3
+    for shape in [(5, 4096, 4096), (300, 5000, 3000), (9000, 2048, 2048)]:
+        scores = small.scores(shape)
+        assert np.isfinite(scores).sum() == 3 and np.argmax(scores) in small.portfolio
+        assert small.config(int(np.argmax(scores))) == small.best_config(shape)
+        top = small.top_configs(shape, 5)
+        assert sorted(map(str, top[:3])) == sorted(str(small.config(int(i))) for i in small.portfolio)
+        assert len(top) == 5 and top[0] == small.best_config(shape)
+    np.testing.assert_array_equal(restrict(np.array([[3.0, 2.0, 1.0]]), np.array([1])), [[-np.inf, 2.0, -np.inf]])
 
 
 # -- warm start --------------------------------------------------------------------------------------------------

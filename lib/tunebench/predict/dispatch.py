@@ -22,7 +22,7 @@ import sklearn
 
 from tunebench.kernels import matmul
 from tunebench.predict.features import Hardware, check_dtype, feature_names, features
-from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData
+from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
@@ -100,13 +100,16 @@ def checked_shape(shape: Sequence[int]) -> tuple[int, int, int]:
 
 
 class Predictor:
-    """A trained ranker over a fixed candidate set, for one kernel, dtype and GPU."""
+    """A trained ranker over a fixed candidate set, for one kernel, dtype and GPU; it picks among the `portfolio`
+    (indices into the candidates, chosen on the training shapes)."""
 
     def __init__(self, ranker: ConfigRanker, space: Space, candidates: np.ndarray, *, kernel: str, dtype: str,
-                 gpu: str, hardware: Hardware, shortlist: Shortlist, header: Mapping[str, Any] | None = None) -> None:
+                 gpu: str, hardware: Hardware, shortlist: Shortlist, portfolio: np.ndarray,
+                 header: Mapping[str, Any] | None = None) -> None:
         self.ranker = ranker
         self.space = space
         self.candidates = np.asarray(candidates, dtype=np.int64)
+        self.portfolio = np.asarray(portfolio, dtype=np.int64)
         self.kernel, self.dtype, self.gpu, self.hardware = kernel, dtype, gpu, hardware
         self.shortlist = shortlist
         self.header = dict(header or {})
@@ -124,13 +127,21 @@ class Predictor:
     def config(self, index: int) -> dict[str, int]:
         return dict(zip(self.space.names, (int(value) for value in self.candidates[index])))
 
-    def scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
+    def model_scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
         """The model's score of every candidate (higher: predicted faster), through sklearn's predict."""
         return self.ranker.score(self._features(shape, dtype, np.arange(len(self.candidates))))
 
+    def scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
+        """`model_scores`, -inf outside the portfolio: the argmax is the predicted best config."""
+        return restrict(self.model_scores(shape, dtype), self.portfolio)
+
     def top_configs(self, shape: Sequence[int], k: int, dtype: str | None = None) -> list[dict[str, int]]:
-        """The k candidates the model ranks highest, best first, over the whole candidate set."""
-        order = np.argsort(-self.scores(shape, dtype), kind="stable")[:k]
+        """The k candidates the model ranks highest, best first: the portfolio's, then (when k is larger) the
+        others'."""
+        scores = self.model_scores(shape, dtype)
+        outside = np.ones(len(scores), dtype=bool)
+        outside[self.portfolio] = False
+        order = np.lexsort((-scores, outside))[:k]
         return [self.config(int(index)) for index in order]
 
     def best_config(self, shape: Sequence[int], dtype: str | None = None) -> dict[str, int]:
@@ -140,11 +151,12 @@ class Predictor:
         return self.config(int(shortlist[np.argmax(scores)]))
 
 
-def build_shortlist(ranker: ConfigRanker, data: TrainingData, shape_indices: np.ndarray) -> Shortlist:
-    """The model's SHORTLIST_PER_SHAPE best-ranked candidates of each of the given training shapes."""
+def build_shortlist(ranker: ConfigRanker, data: TrainingData, shape_indices: np.ndarray,
+                    allowed: np.ndarray) -> Shortlist:
+    """The model's SHORTLIST_PER_SHAPE best-ranked allowed candidates of each of the given training shapes."""
     shapes = data.shapes[shape_indices]
     scores = ranker.score(data.features[data.rows_of(shape_indices)]).reshape(len(shape_indices), -1)
-    top = np.argsort(-scores, axis=1, kind="stable")[:, :SHORTLIST_PER_SHAPE]
+    top = np.argsort(-restrict(scores, allowed), axis=1, kind="stable")[:, :min(SHORTLIST_PER_SHAPE, len(allowed))]
     return Shortlist(np.log2(shapes.astype(np.float64)), shapes[:, 1:] % 16 == 0, top)
 
 
@@ -153,8 +165,10 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
     """A predictor trained on the given shapes (all by default)."""
     shape_indices = np.arange(len(data.shapes)) if shape_indices is None else np.asarray(shape_indices)
     ranker = ConfigRanker(settings).fit(data, data.rows_of(shape_indices))
+    allowed = portfolio(data, shape_indices, settings.portfolio_size)
     return Predictor(ranker, data.space, data.candidates, kernel=data.kernel, dtype=data.dtype, gpu=data.gpu,
-                     hardware=data.hardware, shortlist=build_shortlist(ranker, data, shape_indices),
+                     hardware=data.hardware, shortlist=build_shortlist(ranker, data, shape_indices, allowed),
+                     portfolio=allowed,
                      header={"training": {"shapes": data.shapes[shape_indices].tolist(),
                                           "provenance": data.provenance}, **(header or {})})
 
@@ -170,7 +184,8 @@ def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
         "gpu": predictor.gpu, "hardware": asdict(predictor.hardware),
         "feature_names": predictor.feature_names,
         "parameters": [parameter.to_spec() for parameter in predictor.space.parameters],
-        "candidates": predictor.candidates.tolist(), "settings": asdict(predictor.ranker.settings),
+        "candidates": predictor.candidates.tolist(), "portfolio": predictor.portfolio.tolist(),
+        "settings": asdict(predictor.ranker.settings),
         "sklearn_version": sklearn.__version__, "payload_sha256": hashlib.sha256(payload).hexdigest(),
     }
 
@@ -237,5 +252,5 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
     ranker.model_ = model
     return Predictor(ranker, space, np.array(header["candidates"], dtype=np.int64), kernel=kernel,
                      dtype=header["dtype"], gpu=header["gpu"], hardware=Hardware(**header["hardware"]),
-                     shortlist=content["shortlist"],
+                     shortlist=content["shortlist"], portfolio=np.array(header["portfolio"], dtype=np.int64),
                      header={name: header[name] for name in ("training", "metrics") if name in header})

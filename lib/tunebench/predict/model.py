@@ -18,7 +18,7 @@ from sklearn.model_selection import GroupShuffleSplit
 from tunebench.measure.dataset import Dataset
 from tunebench.measure.result import Status
 from tunebench.predict.evaluation import shape_efficiency
-from tunebench.predict.features import Hardware, config_columns, feature_names, features
+from tunebench.predict.features import Hardware, feature_names, features
 from tunebench.space import Space
 
 OBJECTIVES = ("throughput", "relative")
@@ -112,6 +112,8 @@ class RankerSettings:
         stand-in for a ranking loss that attends to the top of each shape's list.
     max_iter, learning_rate, max_leaf_nodes, min_samples_leaf, l2_regularization: HistGradientBoostingRegressor's.
     max_depth: bounded so that the compiled forest of the dispatcher walks few levels.
+    portfolio_size: the model picks only among this many candidates, chosen on the training shapes (`portfolio`);
+        0: among every candidate.
     """
 
     objective: str = "relative"
@@ -123,10 +125,39 @@ class RankerSettings:
     l2_regularization: float = 0.0
     max_training_spread: float = MAX_TRAINING_SPREAD
     random_state: int = 0
+    portfolio_size: int = 0
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise ValueError(f"unknown objective {self.objective!r}; allowed: {', '.join(OBJECTIVES)}")
+        if self.portfolio_size < 0:
+            raise ValueError(f"portfolio_size must be >= 0 (0: every candidate), got {self.portfolio_size}")
+
+
+def portfolio(data: TrainingData, shape_indices: np.ndarray, size: int) -> np.ndarray:
+    """Candidate indices, greedily: each next one raises the most the mean over the given shapes of the best
+    relative speed within the portfolio (a set cover of near-best configs). size 0: every candidate, in order."""
+    count = len(data.candidates)
+    if size == 0 or size >= count:
+        return np.arange(count)
+    rows = data.rows_of(shape_indices)
+    relative = relative_speed(data.latency_ms[rows], data.group[rows]).reshape(len(shape_indices), count)
+    chosen: list[int] = []
+    covered = np.zeros(len(shape_indices))
+    for _ in range(size):
+        gain = np.maximum(relative, covered[:, None]).mean(axis=0)
+        gain[chosen] = -np.inf
+        best = int(np.argmax(gain))
+        chosen.append(best)
+        covered = np.maximum(covered, relative[:, best])
+    return np.sort(np.array(chosen))
+
+
+def restrict(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """(shapes, candidates) scores with -inf outside the allowed candidate indices."""
+    restricted = np.full_like(scores, -np.inf)
+    restricted[..., allowed] = scores[..., allowed]
+    return restricted
 
 
 class ConfigRanker:
@@ -166,24 +197,28 @@ class ConfigRanker:
         return list(self.model_.staged_predict(matrix))
 
 
-# Hyperparameters tuned on the inner split, per objective: tree size, then the iteration count by staged predictions.
+# Hyperparameters tuned on the inner split, per objective: tree size, then the iteration count by staged predictions,
+# then the portfolio size (0: every candidate).
 TUNING_GRID = {"max_leaf_nodes": (15, 63)}
 ITERATION_CHOICES = (25, 50, 100, 150, 200, 300)
+PORTFOLIO_CHOICES = (10, 20, 40, 0)
 INNER_VALIDATION_FRACTION = 0.25
 
 
 def select_ranker(data: TrainingData, train_shapes: np.ndarray, objective: str, seed: int = 0,
-                  grid: dict[str, Sequence[Any]] = TUNING_GRID,
-                  iterations: Sequence[int] = ITERATION_CHOICES) -> tuple[RankerSettings, dict[str, Any]]:
+                  grid: dict[str, Sequence[Any]] = TUNING_GRID, iterations: Sequence[int] = ITERATION_CHOICES,
+                  portfolio_sizes: Sequence[int] = PORTFOLIO_CHOICES) -> tuple[RankerSettings, dict[str, Any]]:
     """Settings chosen on an inner split of `train_shapes` (a quarter of them held out, by shape): each grid point is
-    fitted once with max(iterations) and scored at every iteration count by the mean efficiency of its picks on the
-    inner validation shapes. Returns the settings and what was tried. Nothing outside `train_shapes` is read."""
+    fitted once with max(iterations) and scored at every iteration count and portfolio size (the portfolio chosen on
+    the inner training shapes) by the mean efficiency of its picks on the inner validation shapes. Returns the
+    settings and what was tried. Nothing outside `train_shapes` is read."""
     splitter = GroupShuffleSplit(n_splits=1, test_size=INNER_VALIDATION_FRACTION, random_state=seed)
     inner_train, inner_validation = next(splitter.split(train_shapes, groups=train_shapes))
     fit_rows = data.rows_of(train_shapes[inner_train])
     validation_shapes = train_shapes[inner_validation]
     validation_rows = data.rows_of(validation_shapes)
     latency = data.latency_ms[validation_rows].reshape(len(validation_shapes), -1)
+    portfolios = {size: portfolio(data, train_shapes[inner_train], size) for size in portfolio_sizes}
     tried = []
     best: tuple[float, RankerSettings] | None = None
     for values in itertools.product(*grid.values()):
@@ -192,9 +227,12 @@ def select_ranker(data: TrainingData, train_shapes: np.ndarray, objective: str, 
         for count, scores in enumerate(ranker.staged_scores(data.features[validation_rows]), start=1):
             if count not in iterations:
                 continue
-            efficiency = shape_efficiency(scores.reshape(latency.shape), latency).mean()
-            tried.append({**dict(zip(grid, values)), "max_iter": count, "inner_mean_efficiency": float(efficiency)})
-            if best is None or efficiency > best[0]:
-                best = (efficiency, replace(settings, max_iter=count))
+            for size, allowed in portfolios.items():
+                picks = restrict(scores.reshape(latency.shape), allowed)
+                efficiency = shape_efficiency(picks, latency).mean()
+                tried.append({**dict(zip(grid, values)), "max_iter": count, "portfolio_size": size,
+                              "inner_mean_efficiency": float(efficiency)})
+                if best is None or efficiency > best[0]:
+                    best = (efficiency, replace(settings, max_iter=count, portfolio_size=size))
     return best[1], {"inner_train_shapes": len(inner_train), "inner_validation_shapes": len(inner_validation),
                      "tried": tried}
