@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from tunebench.dataset_summary import STATUSES, best_per_shape, speedup_summary, status_shares
+from tunebench.dataset_summary import STATUSES, best_per_shape, speedup_summary, status_shares, timing_spread
 from tunebench.measure.dataset import load_dataset
 from tunebench.tables import markdown_table
 
@@ -36,6 +36,7 @@ def main() -> int:
         f"Triton {data.provenance.get('triton')}, CUDA {data.provenance.get('cuda')}, driver {data.provenance.get('driver')})",
         "## Valid configs and failure shares per shape",
         markdown_table(shares[[*shapes, "configs", "valid", *[s for s in STATUSES if s != "ok"]]], "{:.1%}"),
+        timing_spread(data),
         "## Best Triton config vs the vendor library per shape (speedup = vendor latency / Triton latency)",
         markdown_table(best[best_columns]),
         speedup_summary(best),

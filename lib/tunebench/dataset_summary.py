@@ -125,6 +125,17 @@ def best_per_shape(dataset: Dataset) -> pd.DataFrame:
     return table.sort_values(names, ignore_index=True)
 
 
+def timing_spread(dataset: Dataset) -> str:
+    """One sentence on how repeatable the recorded timings are: the spread (max - min) / median of each ok row's
+    repeats, its median, and the shares of rows above 20 % and 50 % (a run disturbed while it was timed)."""
+    ok = dataset.measurements[dataset.measurements["status"] == Status.OK.value]
+    spread = np.array([(max(r) - min(r)) / np.median(r) for r in ok["repeats_ms"] if len(r) > 1])
+    if spread.size == 0:
+        return "No row records more than one repeat: the timing spread is unknown."
+    return (f"Timing spread ((max - min) / median of a row's repeats) over {spread.size:,} rows: median "
+            f"{np.median(spread):.1%}; above 20 %: {np.mean(spread > 0.2):.2%}; above 50 %: {np.mean(spread > 0.5):.2%}.")
+
+
 def speedup_summary(best: pd.DataFrame) -> str:
     """One sentence: on how many shapes the best Triton config beats the vendor, and the median speedup."""
     speedup = best["speedup"].dropna()
