@@ -29,11 +29,15 @@ from tunebench.predict.dispatch import (DIVISIBILITY_MISMATCH, NEIGHBOUR_WEIGHTS
                                         SHORTLIST_PER_SHAPE, Shortlist)
 from tunebench.predict.model import MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES, relative_speed
 from tunebench.predict.protocol import N_SPLITS, dispatch_latency_ms
+from tunebench.predict.transfer import SOURCE_ONLY, TARGET_ONLY, transfer_efficiency
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h100_prediction.parquet"
 OUT = REPO / "results" / "config_prediction"
+# The same candidates measured on a second GPU model, when that dataset exists: the transfer section uses it.
+TRANSFER_DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h200_prediction.parquet"
+TRANSFER_ADDED_SHAPES = (0, 2, 5, 10)  # second-GPU shapes added to the first GPU's training data
 # CK Tile's published dispatcher numbers (fp16 on gfx950): mean, P10 and min efficiency over their test shapes.
 CK_TILE = {"mean": 0.9936, "p10": 0.9805, "min": 0.9545}
 TARGET = 0.99  # fraction of optimum the warm-start comparison counts evaluations to
@@ -138,6 +142,8 @@ def main() -> int:
     parser.add_argument("--lfbo-seeds", type=int, default=1, help="search seeds per held-out shape for LFBO")
     parser.add_argument("--pattern-seeds", type=int, default=5, help="search seeds per held-out shape for pattern")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--transfer-dataset", type=Path, default=TRANSFER_DATASET,
+                        help="the same candidates on another GPU (skipped when the file does not exist)")
     args = parser.parse_args()
     command = " ".join([".venv/bin/python", os.path.relpath(os.path.abspath(sys.argv[0]), REPO), *sys.argv[1:]])
     args.out.mkdir(parents=True, exist_ok=True)
@@ -252,6 +258,35 @@ def main() -> int:
         medians = group.groupby(["M", "N", "K"])["evals_to_target"].median()
         per_shape[f"{strategy}_{variant}_evals_to_{TARGET}"] = [medians.get(s, math.nan) for s in shapes]
     per_shape.to_csv(args.out / "per_shape.csv", index=False)
+
+    # -- transfer to a second GPU: the deployed settings (tuned on this GPU's shapes), scored on the other's -------
+    if args.transfer_dataset.is_file():
+        target_dataset = load_dataset(args.transfer_dataset, kernel=data.kernel)
+        target = training_data(target_dataset)
+        with threadpool_limits(1):
+            transfer = transfer_efficiency(data, target, settings, TRANSFER_ADDED_SHAPES, N_SPLITS)
+        transfer.to_csv(args.out / "transfer.csv", index=False)
+        order = [SOURCE_ONLY, *(f"source + {k} target shapes" for k in TRANSFER_ADDED_SHAPES if k), TARGET_ONLY]
+        transfer_rows = []
+        for variant in order:
+            values = transfer.loc[transfer["variant"] == variant, "efficiency"].to_numpy()
+            transfer_rows.append({"trained on": variant, "mean": percent(values.mean()),
+                                  "P10": percent(np.percentile(values, 10)), "min": percent(values.min()),
+                                  "median": percent(np.median(values))})
+        transfer_table = pd.DataFrame(transfer_rows)
+        common = len({tuple(s) for s in data.shapes.tolist()} & {tuple(s) for s in target.shapes.tolist()})
+        transfer_text = f"""Source: this GPU ({data.gpu}, {len(data.shapes)} shapes). Target: {target.gpu} ({len(target.shapes)}
+shapes, {common} of them also measured on the source; `{os.path.relpath(args.transfer_dataset, REPO)}`, measured
+{target_dataset.provenance.get('date', '?')}). The target's shapes are split GroupKFold({N_SPLITS}); each held-out
+target shape is scored on the target's own measurements, by a model trained on every source shape plus k of the
+fold's target training shapes (seeded draw), or on the fold's target training shapes alone. The settings are the
+deployed model's, tuned on the source: no target shape tunes anything. Per shape in `transfer.csv`.
+
+{markdown_table(transfer_table)}"""
+    else:
+        transfer_text = (f"Not measured: no second GPU's dataset at `{os.path.relpath(args.transfer_dataset, REPO)}`. "
+                         "The features take the SM count from each dataset's provenance, and a saved predictor "
+                         "refuses another GPU at load.")
 
     # -- summary ------------------------------------------------------------------------------------------
     header = read_header(path)
@@ -373,8 +408,7 @@ the ablation that separates the seeds from the smaller population.
 
 ## Transfer across GPUs
 
-Not measured: only H100 data exists. The features take the SM count from the dataset's provenance, and a saved
-predictor refuses another GPU at load; a second GPU's dataset is needed to train or test transfer.
+{transfer_text}
 """
     temporary = args.out / "summary.md.tmp"
     temporary.write_text(text)

@@ -19,6 +19,7 @@ from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, f
                                select_ranker, training_data)
 from tunebench.predict.features import config_columns, encode_columns
 from tunebench.predict.model import ConfigRanker, portfolio, restrict
+from tunebench.predict.transfer import combine, transfer_efficiency
 from tunebench.search import make_strategy
 from tunebench.search.warm_start import SeededSpace, WarmStart, warm_start
 from tunebench.space import IntRange, PowerOfTwo, Space
@@ -295,3 +296,32 @@ def test_warm_start_tells_the_inner_strategy_the_seed_results():
     strategy.tell([bowl(config) for config in strategy.ask()])
     strategy.ask()  # hands over: the inner strategy asks its population, which holds the seeds
     assert strategy.inner.observed[bowl_space().key(SEEDS[0])] == bowl(SEEDS[0]).latency_ms
+
+
+# -- transfer across GPUs ----------------------------------------------------------------------------------------
+
+def other_gpu(dataset: Dataset) -> Dataset:
+    """The same candidates on a made-up second GPU where 8 warps run 3 times slower."""
+    frame = dataset.measurements.copy()
+    slower = np.where(frame["num_warps"] == 8, 3.0, 1.0)
+    frame["latency_ms"] = frame["latency_ms"] * slower
+    frame["repeats_ms"] = [[value * factor for value in repeats] for repeats, factor in zip(frame["repeats_ms"], slower)]
+    return replace(dataset, gpu="Other GPU", measurements=frame, provenance={"sm_count": 132, "gpu_name": "Other GPU"})
+
+
+def test_transfer_scores_target_shapes_with_and_without_target_data(dataset, data):
+    target = training_data(other_gpu(dataset))
+    table = transfer_efficiency(data, target, SMALL, added_shapes=(0, 4), n_splits=5)
+    assert set(table["variant"]) == {"source only", "source + 4 target shapes", "target only"}
+    assert table.groupby("variant").size().eq(len(SHAPES)).all(), "every target shape held out once per variant"
+    assert table["efficiency"].between(0, 1).all()
+    assert table.groupby("variant")["target shapes in training"].max().to_dict() == {
+        "source only": 0, "source + 4 target shapes": 4, "target only": 8}
+    mean = table.groupby("variant")["efficiency"].mean()
+    assert mean["target only"] > mean["source only"], "the source GPU's ranking misleads on the other GPU"
+
+
+def test_transfer_needs_the_same_candidates(dataset, data):
+    fewer = dataset.measurements[dataset.measurements["BLOCK_M"] != 16]
+    with pytest.raises(ValueError, match="same candidate set"):
+        combine(data, training_data(replace(dataset, measurements=fewer)))
