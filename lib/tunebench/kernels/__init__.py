@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-KERNELS = ("matmul",)
+KERNELS = ("matmul", "layernorm", "softmax")
 KERNEL_INTERFACE = (
     "NAME", "SHAPE_NAMES", "DTYPES", "VENDOR_LIBRARY", "TOLERANCE",
     "config_space", "make_inputs", "reference", "relative_error", "run", "run_vendor",
