@@ -5,6 +5,7 @@ is in the README's collection command.
 """
 
 import collections
+import gzip
 import json
 import os
 import signal
@@ -122,3 +123,23 @@ def test_stop_after_budget_then_finish(tmp_path):
     assert not out.exists()
     assert sweep("matmul", "bfloat16", SHAPES, out, limit_configs=10, make_bench=StandInBench)
     assert len(load_dataset(out).measurements) == 20
+
+
+def test_a_sweep_begun_elsewhere_resumes_from_its_gzipped_journal(tmp_path, monkeypatch):
+    first = tmp_path / "machine_a" / "sweep.parquet"
+    monkeypatch.setenv("STAND_IN_DELAY_S", "0.02")
+    assert not sweep("matmul", "bfloat16", SHAPES, first, limit_configs=10, stop_after_s=0.1, make_bench=StandInBench)
+    monkeypatch.setenv("STAND_IN_DELAY_S", "0")
+    journal = first.with_suffix(".journal") / "journal.jsonl"
+    partial = [r for r in Journal(journal).read() if r["kind"] == "config"]
+    archive = tmp_path / "carried.jsonl.gz"
+    with gzip.open(archive, "wt") as handle:
+        handle.write(journal.read_text())
+
+    second = tmp_path / "machine_b" / "sweep.parquet"
+    assert sweep("matmul", "bfloat16", SHAPES, second, limit_configs=10, make_bench=StandInBench, resume_from=archive)
+    records = Journal(second.with_suffix(".journal") / "journal.jsonl").read()
+    assert sum(r["kind"] == "config" for r in records) == 20 and 0 < len(partial) < 20
+    assert [r for r in records if r["kind"] == "config"][:len(partial)] == partial, "nothing measured twice"
+    with pytest.raises(ValueError, match="already holds records"):
+        sweep("matmul", "bfloat16", SHAPES, second, limit_configs=10, make_bench=StandInBench, resume_from=archive)

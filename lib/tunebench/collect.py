@@ -7,6 +7,7 @@ run continues where it stopped; the dataset file is written atomically once ever
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -52,6 +53,19 @@ class Journal:
         self.sync_interval_s = sync_interval_s
         self._synced = time.monotonic()
         path.parent.mkdir(parents=True, exist_ok=True)
+
+    def seed_from(self, archive: Path) -> int:
+        """Start this journal from another machine's (a gzipped or plain JSON-lines copy); the records it holds.
+        Refused when this journal already has records: two histories are never merged."""
+        if self.read():
+            raise ValueError(f"{self.path} already holds records; --resume-from starts an empty journal only")
+        opener = gzip.open if archive.suffix == ".gz" else open
+        with opener(archive, "rt") as source:
+            lines = [line for line in source if line.strip()]
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+        os.replace(temporary, self.path)
+        return len(self.read())
 
     def read(self) -> list[dict[str, Any]]:
         if not self.path.exists():
@@ -133,7 +147,8 @@ def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, A
 def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, compile_workers: int | None = None,
           stop_after_s: float | None = None, limit_configs: int | None = None, seed: int = 0,
           timing: TimingPolicy = TimingPolicy(), command: Sequence[str] = (),
-          make_bench: Callable[..., Any] | None = None, configs: Sequence[Mapping[str, Any]] | None = None) -> bool:
+          make_bench: Callable[..., Any] | None = None, configs: Sequence[Mapping[str, Any]] | None = None,
+          resume_from: Path | None = None) -> bool:
     """Measure every valid config (or a seeded sample of `limit_configs`, or the given `configs`) on every
     shape; True when complete.
 
@@ -159,6 +174,8 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
     else:
         configs = space.sample(np.random.default_rng(seed), limit_configs, unique=True)
     journal = Journal(out.with_suffix(".journal") / "journal.jsonl")
+    if resume_from is not None:
+        print(f"journal started from {resume_from}: {journal.seed_from(resume_from)} records", flush=True)
     records = journal.read()
     done = {(tuple(r["shape"]), space.key(r["config"]) if r["kind"] == "config" else "vendor")
             for r in records if r["kind"] in ("config", "vendor")}
@@ -218,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit-configs", type=int, default=None, help="a seeded sample instead of every config")
     parser.add_argument("--configs", type=Path, default=None, help="a JSON list of configs instead of every config")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resume-from", type=Path, default=None,
+                        help="a journal (.jsonl or .jsonl.gz) of a sweep begun elsewhere, to continue here")
     args = parser.parse_args(argv)
     if args.configs is not None and args.limit_configs is not None:
         parser.error("--configs and --limit-configs exclude each other")
@@ -230,9 +249,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     command = ["python", "-m", "tunebench.collect", *(argv if argv is not None else sys.argv[1:])]
-    complete = sweep(args.kernel, args.dtype, shapes, args.out, compile_workers=args.compile_workers,
-                     stop_after_s=args.stop_after_s, limit_configs=args.limit_configs, seed=args.seed,
-                     command=command, configs=json.loads(args.configs.read_text()) if args.configs else None)
+    try:
+        complete = sweep(args.kernel, args.dtype, shapes, args.out, compile_workers=args.compile_workers,
+                         stop_after_s=args.stop_after_s, limit_configs=args.limit_configs, seed=args.seed,
+                         command=command, configs=json.loads(args.configs.read_text()) if args.configs else None,
+                         resume_from=args.resume_from)
+    except ValueError as error:  # a config outside the space, a journal that cannot be resumed from
+        parser.error(str(error))
     return 0 if complete else 3
 
 
