@@ -77,10 +77,12 @@ for column, label in pipelines.items():
 for value, name in ((0.9805, "CK P10"), (0.9545, "CK min")):
     axis.axvline(value, color="grey", linestyle=":", linewidth=1)
     axis.text(value, 0.02, name, rotation=90, color="grey", ha="right")
-below = (per_shape[[f"{column}_efficiency" for column in pipelines]] < cdf_from).sum()
+below = {label: int((per_shape[f"{column}_efficiency"] < cdf_from).sum()) for column, label in pipelines.items()}
 axis.set(xlabel="efficiency (best latency / latency of the pick)", ylabel="share of shapes at or below",
          xlim=(cdf_from, 1.005),
-         title="shapes left of the axis: " + ", ".join(f"{column} {count}" for column, count in below.items()))
+         title=f"shapes below {cdf_from:.0%} (left of the axis): "
+               + ", ".join(f"{label} {count}" for label, count in below.items() if count) if any(below.values())
+         else "every shape is on the axis")
 axis.legend(loc="upper left");
 
 # %% [markdown]
@@ -149,5 +151,5 @@ for axis, index in zip(axes[0], chosen):
         axis.step(trace["eval_index"], evaluator.optimum_ms / trace["best_ms"], where="post", label=label)
     axis.axhline(0.99, color="grey", linestyle=":")
     axis.set(title="x".join(map(str, shape)), xlabel="unique evaluations", xscale="log")
-axes[0][0].set(ylabel="fraction of optimum")
-axes[0][0].legend(loc="lower right");
+axes[0][0].set(ylabel="fraction of optimum (optimum / best so far)")
+figure.legend(*axes[0][0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5));

@@ -52,11 +52,12 @@ HOPPER = DeviceLimits()
 class RegisterModel:
     """How row values turn into registers. Checked against what ptxas reported for 961 binaries of both kernels
     compiled by Triton 3.6 for an H100 (BLOCK_SIZE 1024..16384, ROWS_PER_PROGRAM 1..4, num_warps 4..16, num_stages
-    1..3, LOOP_UNROLL 1..4; 107 more ran out of shared memory, all outside the model)."""
+    1..3, LOOP_UNROLL 1..4; 107 more ran out of shared memory, all outside the model). The records are in
+    results/rowwise_calibration; tests/test_rowwise_calibration.py checks these claims against them."""
 
     # Row values may fill half of the registers a thread can get; the rest hold addresses, masks, indices,
-    # statistics and temporaries. Of the 504 binaries within this share none spilled more than 10 bytes per
-    # thread; beyond it spills reached 2,972 bytes.
+    # statistics and temporaries. Of the 504 binaries the model admits none spilled more than 10 four-byte words
+    # per thread (Triton's n_spills: 40 bytes of local memory); beyond this share spills reached 2,972 words.
     row_value_share: float = 0.5
     # Registers per thread ~ 1.5 per row value + 24, allocated in units of 8: a central fit, used only to count
     # how many persistent programs share an SM; ptxas used from 120 fewer to 42 more.
