@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-KERNELS = ("matmul", "layernorm", "softmax")
+KERNELS = ("matmul", "layernorm", "softmax", "compressed_matmul")
 KERNEL_INTERFACE = (
     "NAME", "SHAPE_NAMES", "DTYPES", "VENDOR_LIBRARY", "TOLERANCE",
     "config_space", "make_inputs", "reference", "relative_error", "run", "run_vendor",

@@ -1,0 +1,267 @@
+"""The reconstructive matmul: out = x @ W for BF16 x (M x K) and a compressed W (K x N), rebuilding BF16 tiles of W
+in registers before tl.dot, fp32 accumulation, split-K. Its tunable space is pruned by an explicit resource model.
+
+Sources of W: "exponents" (sign+mantissa bytes + exponent bytes, pipeline 2), "palette" (sign+mantissa bytes +
+packed 4-bit codes + verbatim groups, pipelines 3 and 4) and "bfloat16" (W itself: the same loop on plain
+weights, a Triton baseline). The palette source zeroes the weights of verbatim groups in its main loop and adds
+those groups after it, so its sums are those of x @ W up to the order of fp32 additions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import torch
+import triton
+import triton.language as tl
+
+from tunebench.kernels.compressed_matmul.device import DeviceWeight
+from tunebench.space import Constraint, Ordinal, Parameter
+
+SOURCES = ("bfloat16", "exponents", "palette")
+_SOURCE_ID = {name: index for index, name in enumerate(SOURCES)}
+GROUP_M = 8  # grouped launch order (row blocks that share W tiles run together); fixed: it matters little here
+
+
+@triton.jit
+def _bf16(exponent, sign_mantissa):
+    bits = ((sign_mantissa & 0x80) << 8) | (exponent << 7) | (sign_mantissa & 0x7F)
+    return bits.to(tl.int16).to(tl.bfloat16, bitcast=True)
+
+
+@triton.jit
+def weight_tile(
+    offs_k, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
+    palette0, palette1, palette2, palette3, SOURCE: tl.constexpr,
+):
+    """The BF16 tile W[offs_k, offs_n], zero outside K x N and (palette source) in verbatim groups."""
+    inside = (offs_k[:, None] < K) & (offs_n[None, :] < N)
+    offset = offs_k[:, None] * N + offs_n[None, :]
+    if SOURCE == 0:
+        tile = tl.load(weight_ptr + offset, mask=inside, other=0.0)
+    else:
+        sign_mantissa = tl.load(sign_mantissa_ptr + offset, mask=inside, other=0).to(tl.int32)
+        if SOURCE == 1:
+            exponent = tl.load(exponents_ptr + offset, mask=inside, other=0).to(tl.int32)
+            keep = inside
+        else:
+            pair = tl.load(codes_ptr + (offs_k[:, None] >> 1) * N + offs_n[None, :], mask=inside, other=0)
+            code = (pair.to(tl.int32) >> ((offs_k[:, None] & 1) * 4)) & 15
+            # The palette lives in 4 registers (4 exponents each): selects and a shift, no memory lookup.
+            word = tl.where(code < 8, tl.where(code < 4, palette0, palette1), tl.where(code < 12, palette2, palette3))
+            exponent = (word >> ((code & 3) * 8)) & 255
+            flag_byte = tl.load(flags_ptr + (offs_k[:, None] >> 9) * N + offs_n[None, :], mask=inside, other=0)
+            verbatim = ((flag_byte.to(tl.int32) >> ((offs_k[:, None] >> 6) & 7)) & 1) != 0
+            keep = inside & ~verbatim
+        # Zero outside K x N (a palette value there could be inf or NaN) and in verbatim groups (added later).
+        tile = _bf16(tl.where(keep, exponent, 0), tl.where(keep, sign_mantissa, 0))
+    return tile
+
+
+@triton.jit
+def add_verbatim_groups(
+    acc, x_ptr, sign_mantissa_ptr, groups_ptr, column_starts_ptr, verbatim_ptr, offs_m, offs_n, pid_n, pid_k,
+    M, N, K, stride_xm, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
+):
+    """acc + the products of the verbatim groups in this program's columns (and, with split-K, its K blocks)."""
+    rows = tl.arange(0, 64)
+    first = tl.load(column_starts_ptr + pid_n * BLOCK_N)
+    last = tl.load(column_starts_ptr + tl.minimum((pid_n + 1) * BLOCK_N, N))
+    for group in range(first, last):
+        group_row = tl.load(groups_ptr + group * 2)
+        column = tl.load(groups_ptr + group * 2 + 1)
+        if (group_row * 64 // BLOCK_K) % SPLIT_K == pid_k:  # the K block this group lies in is this program's
+            k = group_row * 64 + rows
+            valid = k < K
+            exponent = tl.load(verbatim_ptr + group * 64 + rows, mask=valid, other=0).to(tl.int32)
+            sign_mantissa = tl.load(sign_mantissa_ptr + k * N + column, mask=valid, other=0).to(tl.int32)
+            w = _bf16(exponent, sign_mantissa).to(tl.float32)
+            x = tl.load(x_ptr + offs_m[:, None] * stride_xm + k[None, :],
+                        mask=(offs_m[:, None] < M) & valid[None, :], other=0.0).to(tl.float32)
+            products = tl.sum(x * w[None, :], axis=1)  # each product of two BF16 values is exact in fp32
+            acc += tl.where(offs_n[None, :] == column, products[:, None], 0.0)
+    return acc
+
+
+@triton.jit(do_not_specialize=["M"])
+def reconstruct_matmul_kernel(
+    x_ptr, out_ptr, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr, palette_ptr,
+    groups_ptr, column_starts_ptr, verbatim_ptr, M, N, K, stride_xm, stride_om,
+    SOURCE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_n = tl.max_contiguous(tl.multiple_of(offs_n, BLOCK_N), BLOCK_N)
+    # The palette's 16 exponents, 4 to a word (read by the "palette" source only).
+    palette0 = tl.load(palette_ptr)
+    palette1 = tl.load(palette_ptr + 1)
+    palette2 = tl.load(palette_ptr + 2)
+    palette3 = tl.load(palette_ptr + 3)
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K * SPLIT_K)):
+        offs_k = (k * SPLIT_K + pid_k) * BLOCK_K + tl.arange(0, BLOCK_K)
+        x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :],
+                    mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)
+        w = weight_tile(offs_k, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
+                        palette0, palette1, palette2, palette3, SOURCE)
+        acc = tl.dot(x, w, acc)
+    if SOURCE == 2:
+        acc = add_verbatim_groups(acc, x_ptr, sign_mantissa_ptr, groups_ptr, column_starts_ptr, verbatim_ptr, offs_m,
+                                  offs_n, pid_n, pid_k, M, N, K, stride_xm, BLOCK_N, BLOCK_K, SPLIT_K)
+
+    out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :]
+    out_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if SPLIT_K == 1:
+        tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
+    else:
+        # Split-K partial sums meet in an fp32 workspace; the wrapper zeroes it and casts it.
+        tl.atomic_add(out_ptrs, acc, mask=out_mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# Config space and its resource model
+# ---------------------------------------------------------------------------------------------
+
+MATMUL_PARAMETERS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps", "num_stages")
+
+
+@dataclass(frozen=True)
+class MatmulLimits:
+    """What a reconstructive-matmul config may use on one Hopper SM. Checked against ptxas for the palette source on
+    sm_90 (Triton 3.6, N and K divisible by 16, `cuobjdump -res-usage`): the shared-memory model below matches the
+    kernels' allocation to within 6 %, and exactly the configs rebuilding 128 W elements per thread spilled."""
+
+    shared_memory_bytes: int = 232_448  # opt-in maximum per block on H100 and H200 (227 KiB)
+    accumulator_registers_per_thread: int = 128  # fp32 accumulator elements per thread, of 255 registers
+    min_accumulator_elements_per_thread: int = 4  # fewer leaves most of a warp's lanes idle
+    rebuilt_elements_per_thread: int = 64  # W elements each thread rebuilds per K step (loaded bytes, code, bits)
+
+
+HOPPER_MATMUL = MatmulLimits()
+
+
+def matmul_parameters() -> list[Parameter]:
+    """The reconstructive matmul's tunable parameters."""
+    return [
+        Ordinal("BLOCK_M", (16, 64, 128)),  # 16: decode batches; 64/128: prefill
+        Ordinal("BLOCK_N", (64, 128)),
+        Ordinal("BLOCK_K", (64, 128)),
+        Ordinal("SPLIT_K", (1, 4)),  # spreads K over more programs when M and N give few output tiles
+        Ordinal("num_warps", (4, 8)),
+        Ordinal("num_stages", (2, 3)),
+    ]
+
+
+def resource_usage(config: Mapping[str, Any]) -> dict[str, float]:
+    """Shared memory of the pipelined loads (num_stages x the x tile and the W source, at most 2 bytes a weight, plus
+    the rebuilt BF16 tile staged for the dot), and fp32 accumulator and rebuilt W elements per thread."""
+    threads = 32 * config["num_warps"]
+    block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
+    return {
+        "shared_memory_bytes": config["num_stages"] * (block_m * block_k * 2 + block_k * block_n * 2)
+        + block_k * block_n * 2,
+        "accumulator_elements_per_thread": block_m * block_n / threads,
+        "rebuilt_elements_per_thread": block_k * block_n / threads,
+    }
+
+
+def matmul_constraints(applies: Callable[[Mapping[str, Any]], bool] = lambda config: True,
+                       limits: MatmulLimits = HOPPER_MATMUL) -> list[Constraint]:
+    """The resource model as constraints; `applies(config)` says whether a config runs this matmul at all."""
+    def holds(test):
+        return lambda config: not applies(config) or test(resource_usage(config))
+
+    return [
+        Constraint("shared_memory", holds(lambda use: use["shared_memory_bytes"] <= limits.shared_memory_bytes),
+                   f"num_stages x (BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N) x 2 + BLOCK_K*BLOCK_N x 2 bytes "
+                   f"<= {limits.shared_memory_bytes}"),
+        Constraint("accumulator_registers",
+                   holds(lambda use: use["accumulator_elements_per_thread"] <= limits.accumulator_registers_per_thread),
+                   f"BLOCK_M*BLOCK_N / (32*num_warps) <= {limits.accumulator_registers_per_thread}"),
+        Constraint("warps_for_tile",
+                   holds(lambda use: use["accumulator_elements_per_thread"] >= limits.min_accumulator_elements_per_thread),
+                   f"BLOCK_M*BLOCK_N / (32*num_warps) >= {limits.min_accumulator_elements_per_thread}"),
+        Constraint("rebuild_registers",
+                   holds(lambda use: use["rebuilt_elements_per_thread"] <= limits.rebuilt_elements_per_thread),
+                   f"BLOCK_K*BLOCK_N / (32*num_warps) <= {limits.rebuilt_elements_per_thread}"),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrapper
+# ---------------------------------------------------------------------------------------------
+
+def _grid(config: Mapping[str, Any], m: int, n: int) -> tuple[int, int]:
+    return triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]), config["SPLIT_K"]
+
+
+def _launch_arguments(config: Mapping[str, Any], source: str) -> dict[str, Any]:
+    return {"SOURCE": _SOURCE_ID[source], "GROUP_M": GROUP_M, **{name: config[name] for name in MATMUL_PARAMETERS}}
+
+
+def _operands(source: str, weight: DeviceWeight | None, bf16_weight: torch.Tensor | None,
+              exponents: torch.Tensor | None, codes: torch.Tensor | None) -> tuple[tuple[torch.Tensor, ...], tuple]:
+    """The kernel's nine W pointers for `source`, and W's (K, N)."""
+    if source == "bfloat16":
+        if bf16_weight is None:
+            raise ValueError('source "bfloat16" needs bf16_weight')
+        return (bf16_weight,) * 9, tuple(bf16_weight.shape)
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r}; allowed: {', '.join(SOURCES)}")
+    if weight is None or (source == "exponents" and exponents is None):
+        raise ValueError(f"source {source!r} needs weight{' and exponents' if source == 'exponents' else ''}")
+    unread = weight.sign_mantissa  # pointers this source never reads: any uint8 tensor, one binary per source
+    pointers = (unread, weight.sign_mantissa, exponents if source == "exponents" else unread,
+                (weight.codes if codes is None else codes) if source == "palette" else unread,
+                weight.verbatim_flags, weight.palette_words, weight.verbatim_groups, weight.verbatim_column_starts,
+                weight.verbatim_exponents)
+    return pointers, tuple(weight.shape)
+
+
+def multiply(x: torch.Tensor, source: str, config: Mapping[str, Any], out: torch.Tensor, workspace: torch.Tensor,
+             weight: DeviceWeight | None = None, *, bf16_weight: torch.Tensor | None = None,
+             exponents: torch.Tensor | None = None, codes: torch.Tensor | None = None) -> torch.Tensor:
+    """out = x @ W with W read from `source`: "bfloat16" reads `bf16_weight`; "exponents" reads `exponents` and the
+    sign+mantissa bytes of `weight`; "palette" reads `codes` (default: the resident `weight.codes`) and the rest of
+    `weight`'s palette form. `workspace` (fp32, M x N) takes the split-K partial sums."""
+    pointers, (k, n) = _operands(source, weight, bf16_weight, exponents, codes)
+    if x.dtype != torch.bfloat16 or x.dim() != 2 or x.stride(1) != 1 or x.shape[1] != k:
+        raise ValueError(f"x must be a bfloat16 M x {k} tensor with unit column stride, got {x.dtype} {tuple(x.shape)}")
+    if k * n >= 2**31:
+        raise ValueError(f"W of {k} x {n} has 2**31 or more elements; the kernel's int32 offsets allow fewer")
+    m = x.shape[0]
+    target = out if config["SPLIT_K"] == 1 else workspace
+    if config["SPLIT_K"] > 1:
+        target.zero_()
+    reconstruct_matmul_kernel[_grid(config, m, n)](
+        x, target, *pointers, m, n, k, x.stride(0), target.stride(0), **_launch_arguments(config, source))
+    if config["SPLIT_K"] > 1:
+        out.copy_(target)
+    return out
+
+
+def compile_matmul(config: Mapping[str, Any], source: str, shape: tuple[int, int, int]) -> Any:
+    """Compile the kernel for `source`, `config` and the (M, N, K) shape's specialization without launching it."""
+    m, n, k = shape
+    byte, word = torch.uint8, torch.int32
+    if source == "bfloat16":
+        pointers = (torch.bfloat16,) * 9
+    else:
+        pointers = (byte, byte, byte, byte, byte, word, word, word, byte)
+    out_dtype = torch.bfloat16 if config["SPLIT_K"] == 1 else torch.float32
+    return reconstruct_matmul_kernel.warmup(
+        torch.bfloat16, out_dtype, *pointers, m, n, k, k, n, grid=_grid(config, m, n),
+        **_launch_arguments(config, source))

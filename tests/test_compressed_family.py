@@ -1,0 +1,141 @@
+"""The compressed_matmul kernel family: its interface, config space (pipeline pins, resource model, size), shapes,
+CPU runs through the family, and the unchanged collector, replay and search over it (stand-in measurements)."""
+
+import collections
+import math
+
+import pytest
+import torch
+
+from tunebench.collect import sweep
+from tunebench.kernels import KERNEL_INTERFACE, get_kernel
+from tunebench.kernels import compressed_matmul
+from tunebench.kernels.compressed_matmul import family, reconstruct
+from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
+from tunebench.measure.dataset import load_dataset
+from tunebench.measure.replay import ReplayEvaluator
+from tunebench.measure.result import Result, Status
+
+SPACE = family.config_space()
+CONFIGS = SPACE.enumerate()
+MATMUL = reconstruct.MATMUL_PARAMETERS
+
+
+def test_family_is_registered_and_complete():
+    assert get_kernel("compressed_matmul") is compressed_matmul
+    assert [name for name in KERNEL_INTERFACE if getattr(compressed_matmul, name, None) is not getattr(family, name)] == []
+
+
+def test_space_pins_what_a_pipeline_does_not_use():
+    by_pipeline = collections.defaultdict(list)
+    for config in CONFIGS:
+        by_pipeline[config["pipeline"]].append(config)
+    assert set(by_pipeline) == set(PIPELINES)
+    cublas = by_pipeline["decode_then_cublas"]
+    assert len(cublas) == len(family.DECODE_SM_PERCENT)
+    assert {tuple(c[name] for name in MATMUL) for c in cublas} == {(16, 64, 64, 1, 4, 2)}
+    assert {c["decode_sm_percent"] for c in by_pipeline["direct_palette"]} == {100}
+    matmul_configs = {tuple(c[name] for name in MATMUL) for c in by_pipeline["direct_palette"]}
+    for pipeline in ("decode_exponents", "transcode_palette"):
+        assert len(by_pipeline[pipeline]) == len(family.DECODE_SM_PERCENT) * len(matmul_configs)
+    bad = dict(cublas[0], BLOCK_M=64)
+    assert SPACE.violations(bad) == ["cublas_has_no_tiles"]
+    assert "no_decoder_no_share" in SPACE.violations(dict(by_pipeline["direct_palette"][0], decode_sm_percent=50))
+
+
+def test_space_is_modest_and_within_the_resource_model():
+    # A full sweep of the 12 default shapes must fit ~8 minutes of one H100.
+    assert 300 <= len(CONFIGS) <= 450
+    constraints = reconstruct.matmul_constraints()
+    for config in CONFIGS:
+        if config["pipeline"] != "decode_then_cublas":
+            assert all(constraint.predicate(config) for constraint in constraints), config
+    heavy = dict(CONFIGS[-1], pipeline="direct_palette", BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, num_warps=4,
+                 decode_sm_percent=100)
+    assert "rebuild_registers" in SPACE.violations(heavy)
+
+
+def test_shapes_and_specialization():
+    shapes = family.SHAPE_SETS["default"]
+    assert len(shapes) == 12 and {shape[0] for shape in shapes} == {1, 4, 16, 64, 256, 1024}
+    assert {shape[1:] for shape in shapes} == {(14336, 4096), (4096, 14336)}
+    assert len({family.specialization(shape) for shape in shapes}) == 1  # every config compiles once
+    assert family.specialization((1, 4096, 4096)) != family.specialization((1, 4100, 4096))
+    assert family.flops((2, 3, 4)) == 48
+    assert family.bytes_moved((2, 4, 8), "bfloat16") == 2 * (16 + 8) + 48
+    with pytest.raises(ValueError, match="K=0"):
+        family.check_shape((1, 4, 0))
+    with pytest.raises(ValueError, match=r"\(M, N, K\)"):
+        family.check_shape((1, 4))
+    with pytest.raises(ValueError, match="unknown dtype 'float16'"):
+        family.make_inputs((1, 8, 8), "float16", "cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="covered on the GPU by the test below")
+def test_decode_then_cublas_through_the_family_on_cpu():
+    inputs = family.make_inputs((3, 64, 130), "bfloat16", "cpu", seed=1)
+    assert bool((inputs.x != 0).any()) and inputs.weight.shape == (130, 64)
+    config = next(c for c in CONFIGS if c["pipeline"] == "decode_then_cublas" and c["decode_sm_percent"] == 50)
+    for _ in range(3):  # the first call primes; later calls read the buffer the previous one decoded
+        inputs.out.fill_(float("nan"))
+        family.run(config, inputs)
+        assert torch.equal(inputs.out, torch.matmul(inputs.x, inputs.bf16_weight))
+    assert family.relative_error(inputs.out, family.reference(inputs)) <= family.TOLERANCE["bfloat16"]
+    assert torch.equal(family.run_vendor(inputs), torch.matmul(inputs.x, inputs.bf16_weight))
+
+
+@pytest.mark.gpu
+def test_gpu_every_pipeline_and_share_through_the_family():
+    inputs = family.make_inputs((16, 4096, 14336), "bfloat16", "cuda")
+    reference = family.reference(inputs)
+    tiles = {(16, 64, 64, 1, 4, 2), (16, 64, 128, 4, 8, 3), (128, 64, 64, 1, 8, 3)}
+    configs = [c for c in CONFIGS if tuple(c[name] for name in MATMUL) in tiles or c["pipeline"] == "decode_then_cublas"]
+    assert {c["pipeline"] for c in configs} == set(PIPELINES)
+    for config in configs:
+        family.compile_only(config, (16, 4096, 14336), "bfloat16")
+        for _ in range(3):  # the priming call, then steady-state steps reading the other buffer
+            inputs.out.fill_(float("nan"))
+            family.run(config, inputs)
+            torch.cuda.synchronize()
+            assert family.relative_error(inputs.out, reference) <= family.TOLERANCE["bfloat16"], config
+
+
+class StandInBench:
+    """Answers like GpuBench, with latencies computed from the config (no GPU)."""
+
+    def __init__(self, kernel_name, dtype, **settings):
+        self.space = get_kernel(kernel_name).config_space()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def provenance(self, command=()):
+        return {"gpu_name": "stand-in", "command": " ".join(command), "compile_workers": 4}
+
+    def measure_vendor(self, shape):
+        return Result({}, Status.OK, latency_ms=1.0, repeats_ms=(1.0,) * 3, bench_s=0.01)
+
+    def measure_iter(self, configs, shape, deadline=None):
+        for index, config in enumerate(configs):
+            latency = (PIPELINES.index(config["pipeline"]) + 1) * (1 + config["BLOCK_M"] / 128) \
+                + 100 / config["decode_sm_percent"] + math.log(shape[0])
+            yield index, Result(dict(config), Status.OK, latency_ms=latency, repeats_ms=(latency,) * 3,
+                                compile_s=0.5, bench_s=0.02)
+
+
+def test_collector_replay_and_search_run_unchanged(tmp_path):
+    pytest.importorskip("optuna")  # the search registry imports it; GPU hosts may lack it
+    from tunebench.search import make_strategy
+    from tunebench.study import Budget, run_search
+
+    out = tmp_path / "compressed.parquet"
+    shapes = [(1, 14336, 4096), (64, 4096, 14336)]
+    assert sweep("compressed_matmul", "bfloat16", shapes, out, make_bench=StandInBench)
+    dataset = load_dataset(out, kernel="compressed_matmul")
+    assert len(dataset.measurements) == len(CONFIGS) * len(shapes)
+    evaluator = ReplayEvaluator(dataset, shapes[0])
+    trace = run_search(make_strategy("random", evaluator.space, seed=0), evaluator, Budget(evaluations=40))
+    assert len(trace) == 40 and set(trace["status"]) == {"ok"}

@@ -1,0 +1,290 @@
+"""The compressed-weight Triton kernels: decoders and the reconstructive matmul's tile rebuild, exactly, under the
+interpreter (CPU; BF16 dot products are not trustworthy there, so the matmul's numerics are GPU tests), the
+pipelines and the SM split; and on a GPU, every pipeline's bit-exactness."""
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from tunebench.kernels.compressed_matmul import compact, decoders, format, reconstruct, schedule, synthetic
+from tunebench.kernels.compressed_matmul.device import to_device
+from tunebench.kernels.compressed_matmul.pipelines import PIPELINES, get_pipeline
+from tunebench.kernels.compressed_matmul.stream import StreamLayout
+
+SMALL = StreamLayout(lanes=16, steps=8)
+CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU tests below cover this")
+
+
+SPECIALS = (0x0000, 0x8000, 0x0001, 0x807F, 0x7F7F, 0xFF7F, 0x0080, 0x7F00)  # zeros, subnormals, huge finite
+MULTIPLIABLE = (0x0000, 0x8000, 0x0001, 0x807F, 0x0080, 0x4600, 0xC600)  # no overflow in a product: +-8192 at most
+
+
+def weights_with_outliers(shape, seed=0, specials=SPECIALS):
+    """Synthetic weights with real exponent statistics, plus special values and out-of-palette exponents."""
+    bits = synthetic.synthetic_bits(shape, seed)
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, shape[0], len(specials))
+    columns = rng.integers(0, shape[1], len(specials))
+    bits[rows, columns] = specials
+    return bits
+
+
+def random_bits(shape, seed=0):
+    """Uniformly random bit patterns (inf and NaN included): every group is verbatim."""
+    return np.random.default_rng(seed).integers(0, 2**16, shape).astype(np.uint16)
+
+
+def check_decoders(bits, layout, programs, device):
+    weight = compact.compress(bits, layout)
+    tensors = to_device(weight, device)
+    exponent, _ = format.split_bits(bits)
+    for output in decoders.OUTPUTS:
+        out = decoders.output_buffer(tensors, output)
+        out.view(torch.uint8).fill_(schedule.POISON_BYTE)
+        decoders.decode(tensors, output, out, programs)
+        if output == "codes":
+            np.testing.assert_array_equal(out.cpu().numpy(), weight.palette_form.codes)
+        elif output == "exponents":
+            np.testing.assert_array_equal(out.cpu().numpy(), exponent)
+        else:
+            np.testing.assert_array_equal(format.bf16_bits(out), bits)
+
+
+# Interpreter (CPU) -----------------------------------------------------------------------------
+
+@CPU_ONLY
+@pytest.mark.parametrize("make_bits, shape", [(weights_with_outliers, (130, 50)), (random_bits, (67, 33)),
+                                              (weights_with_outliers, (1, 3))])
+@pytest.mark.parametrize("programs", [1, 3])
+def test_decoders_are_exact_under_the_interpreter(make_bits, shape, programs):
+    check_decoders(make_bits(shape), SMALL, programs, "cpu")
+
+
+@CPU_ONLY
+def test_decoders_with_the_default_layout():
+    check_decoders(weights_with_outliers((256, 160)), StreamLayout(), 2, "cpu")  # 20 KiB of codes: 2 chunks
+
+
+@triton.jit
+def _tile_kernel(out_ptr, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr, palette_ptr, K, N,
+                 SOURCE: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr):
+    offs_k = tl.program_id(0) * BLOCK_K + tl.arange(0, BLOCK_K)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    tile = reconstruct.weight_tile(
+        offs_k, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
+        tl.load(palette_ptr), tl.load(palette_ptr + 1), tl.load(palette_ptr + 2), tl.load(palette_ptr + 3), SOURCE)
+    tl.store(out_ptr + offs_k[:, None] * N + offs_n[None, :], tile.to(tl.int16, bitcast=True),
+             mask=(offs_k[:, None] < K) & (offs_n[None, :] < N))
+
+
+def rebuilt_tiles(bits, source, device, block_k=64, block_n=64):
+    """W as the matmul's main loop rebuilds it, tile by tile, through the matmul's own `weight_tile`."""
+    tensors = to_device(compact.compress(bits, SMALL), device)
+    exponents = torch.from_numpy(format.split_bits(bits)[0]).to(device)
+    out = torch.full(bits.shape, -1, dtype=torch.int16, device=device)
+    source_id = reconstruct.SOURCES.index(source)
+    grid = (triton.cdiv(bits.shape[0], block_k), triton.cdiv(bits.shape[1], block_n))
+    _tile_kernel[grid](out, tensors.sign_mantissa, tensors.sign_mantissa, exponents, tensors.codes,
+                       tensors.verbatim_flags, tensors.palette_words, *bits.shape,
+                       SOURCE=source_id, BLOCK_K=block_k, BLOCK_N=block_n)
+    return out.cpu().numpy().view(np.uint16)
+
+
+def main_loop_weights(bits, source):
+    """What the main loop must see: W, with the palette source's verbatim groups zeroed (added after the loop)."""
+    if source != "palette":
+        return bits
+    expected = bits.copy()
+    for group_row, column in compact.compress(bits, SMALL).palette_form.verbatim_groups:
+        expected[64 * group_row:64 * group_row + 64, column] = 0
+    return expected
+
+
+@CPU_ONLY
+@pytest.mark.parametrize("source", ["exponents", "palette"])
+@pytest.mark.parametrize("make_bits, shape", [(weights_with_outliers, (200, 96)), (random_bits, (70, 50)),
+                                              (weights_with_outliers, (5, 3))])
+def test_the_matmul_rebuilds_every_weight_exactly(source, make_bits, shape):
+    bits = make_bits(shape)
+    np.testing.assert_array_equal(rebuilt_tiles(bits, source, "cpu"), main_loop_weights(bits, source))
+
+
+@triton.jit
+def _verbatim_kernel(out_ptr, x_ptr, sign_mantissa_ptr, groups_ptr, column_starts_ptr, verbatim_ptr, M, N, K,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = reconstruct.add_verbatim_groups(
+        tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32), x_ptr, sign_mantissa_ptr, groups_ptr, column_starts_ptr,
+        verbatim_ptr, offs_m, offs_n, tl.program_id(1), tl.program_id(2), M, N, K, K, BLOCK_N, BLOCK_K, SPLIT_K)
+    tl.atomic_add(out_ptr + offs_m[:, None] * N + offs_n[None, :], acc,
+                  mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@CPU_ONLY
+@pytest.mark.parametrize("split_k", [1, 4])
+def test_the_matmul_adds_exactly_the_verbatim_groups_after_its_loop(split_k):
+    """The main loop sees verbatim groups as zeros (test above); the correction adds x @ (W on those groups only)."""
+    bits = weights_with_outliers((200, 96), specials=MULTIPLIABLE)
+    bits[70, 5] = 0x4700  # 32768: one more group, in a column that has another
+    tensors = to_device(compact.compress(bits, SMALL), "cpu")
+    assert tensors.verbatim_count >= 5
+    x = torch.randn((5, 200), generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+    out = torch.zeros(5, 96)
+    _verbatim_kernel[(1, 2, split_k)](out, x, tensors.sign_mantissa, tensors.verbatim_groups,
+                                      tensors.verbatim_column_starts, tensors.verbatim_exponents, 5, 96, 200,
+                                      BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, SPLIT_K=split_k)
+    weight = format.bits_to_bf16(bits).double().numpy()
+    only_verbatim = weight - format.bits_to_bf16(main_loop_weights(bits, "palette")).double().numpy()
+    expected = x.double().numpy() @ only_verbatim
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+
+
+@CPU_ONLY
+def test_decode_then_cublas_is_exactly_torch_matmul_of_the_decoded_weight():
+    bits = weights_with_outliers((130, 48))
+    tensors = to_device(compact.compress(bits, SMALL), "cpu")
+    x = torch.randn(3, 130).to(torch.bfloat16)
+    out = get_pipeline("decode_then_cublas")(x, tensors, programs=2)
+    assert torch.equal(out, torch.matmul(x, format.bits_to_bf16(bits)))
+
+
+@CPU_ONLY
+def test_prefetched_projection_multiplies_the_current_buffer_while_decoding_the_other():
+    bits = weights_with_outliers((64, 32))
+    tensors = to_device(compact.compress(bits, SMALL), "cpu")
+    weight = format.bits_to_bf16(bits)
+    projection = schedule.PrefetchedProjection(get_pipeline("decode_then_cublas"), tensors, side_stream=None)
+    projection.prime(programs=1)
+    assert torch.equal(projection.buffers[0], weight)
+    projection.buffers[0].zero_()  # a stale current buffer shows up as a zero product
+    projection.buffers[1].view(torch.uint8).fill_(schedule.POISON_BYTE)
+    x = torch.randn(2, 64).to(torch.bfloat16)
+    out = torch.empty(2, 32, dtype=torch.bfloat16)
+    projection.step(x, None, 1, out, None)
+    assert not out.any() and torch.equal(projection.buffers[1], weight) and projection.current == 1
+    projection.step(x, None, 1, out, None)
+    assert torch.equal(out, torch.matmul(x, weight)) and projection.current == 0
+
+
+def test_decoder_programs_follow_the_sm_share():
+    assert schedule.decoder_programs(100, 132) == 132
+    assert schedule.decoder_programs(25, 132) == 33
+    assert schedule.decoder_programs(1, 4) == 1
+    with pytest.raises(ValueError, match="sm_percent=0"):
+        schedule.decoder_programs(0, 132)
+
+
+def test_wrapper_errors():
+    tensors = to_device(compact.compress(weights_with_outliers((64, 32)), SMALL), "cpu")
+    config = dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, SPLIT_K=1, num_warps=4, num_stages=2)
+    x = torch.zeros(2, 64, dtype=torch.bfloat16)
+    out, workspace = torch.empty(2, 32, dtype=torch.bfloat16), torch.empty(2, 32)
+    with pytest.raises(ValueError, match="unknown source 'fp8'"):
+        reconstruct.multiply(x, "fp8", config, out, workspace, tensors)
+    with pytest.raises(ValueError, match="needs weight and exponents"):
+        reconstruct.multiply(x, "exponents", config, out, workspace, tensors)
+    with pytest.raises(ValueError, match="M x 64"):
+        reconstruct.multiply(torch.zeros(2, 63, dtype=torch.bfloat16), "palette", config, out, workspace, tensors)
+    with pytest.raises(ValueError, match="unknown decoder output 'fp32'"):
+        decoders.output_buffer(tensors, "fp32")
+    with pytest.raises(ValueError, match="contiguous torch.uint8 tensor of shape"):
+        decoders.decode(tensors, "codes", torch.empty(3, dtype=torch.uint8), 1)
+    with pytest.raises(ValueError, match="unknown pipeline 'magic'"):
+        get_pipeline("magic")
+    with pytest.raises(ValueError, match="needs a reconstructive-matmul config"):
+        get_pipeline("direct_palette")(x, tensors)
+
+
+def test_matmul_resource_model_by_hand():
+    config = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, SPLIT_K=1, num_warps=8, num_stages=3)
+    use = reconstruct.resource_usage(config)
+    assert use["shared_memory_bytes"] == 3 * (128 * 128 * 2 + 128 * 128 * 2) + 128 * 128 * 2  # ptxas: 229,376
+    assert use["accumulator_elements_per_thread"] == use["rebuilt_elements_per_thread"] == 64
+    constraints = {c.name: c for c in reconstruct.matmul_constraints()}
+    assert all(c.predicate(config) for c in constraints.values())
+    four_warps = dict(config, num_warps=4)  # 128 rebuilt elements per thread: ptxas spilled
+    assert not constraints["rebuild_registers"].predicate(four_warps)
+    assert constraints["accumulator_registers"].predicate(four_warps)
+    assert not constraints["shared_memory"].predicate(dict(config, num_stages=4))
+    idle = dict(config, BLOCK_M=16, BLOCK_N=64, num_warps=8)  # 4 accumulator elements per thread: allowed
+    assert constraints["warps_for_tile"].predicate(idle)
+    assert not constraints["warps_for_tile"].predicate(dict(idle, num_warps=16))
+
+
+# GPU ------------------------------------------------------------------------------------------
+
+GPU_SHAPES = [(4096, 1024), (1000, 333)]  # (K, N): a Llama-like slice, and odd sizes with a partial group
+
+
+def gpu_config(**overrides):
+    return dict(dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, SPLIT_K=1, num_warps=4, num_stages=2), **overrides)
+
+
+# All inside the resource model. (64, 128, 64) with 8 warps and 3 stages is not here: Triton 3.6 builds a binary
+# of it for the palette source that fails with a misaligned address on an H100 (2 stages and the other sources work).
+GPU_CONFIGS = [gpu_config(), gpu_config(BLOCK_M=64, BLOCK_N=128, num_warps=8, num_stages=2),
+               gpu_config(BLOCK_M=128, num_warps=8, num_stages=3), gpu_config(BLOCK_K=128, num_warps=8, num_stages=3)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("make_bits", [weights_with_outliers, random_bits])
+@pytest.mark.parametrize("shape", GPU_SHAPES)
+def test_gpu_decoders_match_the_cpu_reference(make_bits, shape):
+    for programs in (1, 33, torch.cuda.get_device_properties(0).multi_processor_count):
+        check_decoders(make_bits(shape), StreamLayout(), programs, "cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source", ["exponents", "palette"])
+@pytest.mark.parametrize("make_bits", [weights_with_outliers, random_bits])
+def test_gpu_tile_rebuild_is_exact(source, make_bits):
+    bits = make_bits((1000, 333))
+    np.testing.assert_array_equal(rebuilt_tiles(bits, source, "cuda"), main_loop_weights(bits, source))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pipeline", PIPELINES)
+@pytest.mark.parametrize("shape", GPU_SHAPES)
+def test_gpu_pipelines_are_bit_exact(pipeline, shape):
+    """x = the identity gives W back through the whole pipeline, dot products and verbatim groups included, exactly
+    (as values: an fp32 accumulator turns -0 into +0; split-K's fp32 atomics flush subnormals, so split-K is checked
+    within rounding only); random x gives torch.matmul of the decoded weight up to reordered fp32 sums
+    (decode_then_cublas: exactly)."""
+    bits = weights_with_outliers(shape, seed=sum(shape), specials=MULTIPLIABLE)
+    tensors = to_device(compact.compress(bits), "cuda")
+    weight = format.bits_to_bf16(bits).cuda()
+    identity = torch.eye(shape[0], dtype=torch.bfloat16, device="cuda")
+    configs = [None] if get_pipeline(pipeline).matmul_source is None else GPU_CONFIGS + [gpu_config(SPLIT_K=4)]
+    for config in configs:
+        if config is None or config["SPLIT_K"] == 1:
+            assert torch.equal(get_pipeline(pipeline)(identity, tensors, config, programs=33), weight), config
+        for batch in (1, 5, 64, 300):
+            x = torch.randn((batch, shape[0]), generator=torch.Generator().manual_seed(batch)).to("cuda", torch.bfloat16)
+            out = get_pipeline(pipeline)(x, tensors, config, programs=33)
+            expected = torch.matmul(x, weight)
+            if config is None:
+                assert torch.equal(out, expected)
+            error = float((out.float() - expected.float()).norm() / expected.float().norm())
+            assert error < 1e-2, (config, batch, error)
+
+
+@pytest.mark.gpu
+def test_gpu_overlapped_steps_stay_exact():
+    bits = synthetic.synthetic_bits((4096, 2048), seed=1)
+    tensors = to_device(compact.compress(bits), "cuda")
+    x = torch.randn(16, 4096, device="cuda").to(torch.bfloat16)
+    expected = torch.matmul(x, format.bits_to_bf16(bits).cuda())
+    side = torch.cuda.Stream()
+    for pipeline in PIPELINES:
+        projection = schedule.PrefetchedProjection(get_pipeline(pipeline), tensors, side)
+        projection.prime(programs=33)
+        out = torch.empty_like(expected)
+        workspace = torch.empty(out.shape, device="cuda")
+        for _ in range(4):  # both buffers, each decoded on the side stream while the other was read
+            out.fill_(float("nan"))
+            projection.step(x, GPU_CONFIGS[1], 33, out, workspace)
+            error = float((out.float() - expected.float()).norm() / expected.float().norm())
+            assert error < 1e-2, (pipeline, error)
