@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from tunebench.kernels import rowwise
+from tunebench.kernels import numerics, rowwise
 from tunebench.space import Space
 
 NAME = "layernorm"
@@ -189,7 +189,7 @@ def reference(inputs: LayerNormInputs) -> torch.Tensor:
     return F.layer_norm(x, (x.shape[1],), inputs.weight.float(), inputs.bias.float(), EPS)
 
 
-relative_error = rowwise.relative_error  # ||output - expected|| / ||expected|| in fp64; inf on NaN or inf
+relative_error = numerics.relative_error  # ||output - expected|| / ||expected|| in fp64; inf on NaN or inf
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tunebench.kernels import numerics
 from tunebench.space import Constraint, IntRange, Ordinal, PowerOfTwo, Space
 
 NAME = "matmul"
@@ -221,13 +222,7 @@ def reference(inputs: MatmulInputs) -> torch.Tensor:
     return torch.matmul(inputs.a.float(), inputs.b.float())
 
 
-def relative_error(output: torch.Tensor, expected: torch.Tensor) -> float:
-    """||output - expected|| / ||expected|| in fp64; NaN or inf anywhere gives inf."""
-    output = output.double()
-    expected = expected.double()
-    if not bool(torch.isfinite(output).all()):
-        return math.inf
-    return float(torch.linalg.vector_norm(output - expected) / torch.linalg.vector_norm(expected))
+relative_error = numerics.relative_error  # ||output - expected|| / ||expected|| in fp64; inf on NaN or inf
 
 
 # ---------------------------------------------------------------------------------------------

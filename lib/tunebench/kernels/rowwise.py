@@ -212,15 +212,6 @@ def torch_dtype(dtype: str) -> torch.dtype:
     return getattr(torch, dtype)
 
 
-def relative_error(output: torch.Tensor, expected: torch.Tensor) -> float:
-    """||output - expected|| / ||expected|| in fp64; NaN or inf anywhere gives inf."""
-    output = output.double()
-    expected = expected.double()
-    if not bool(torch.isfinite(output).all()):
-        return math.inf
-    return float(torch.linalg.vector_norm(output - expected) / torch.linalg.vector_norm(expected))
-
-
 @functools.cache
 def sm_count(device: torch.device) -> int:
     """Streaming multiprocessors of `device`; INTERPRETER_SM_COUNT for a CPU tensor (the Triton interpreter)."""

@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tunebench.kernels import rowwise
+from tunebench.kernels import numerics, rowwise
 from tunebench.space import Space
 
 NAME = "softmax"
@@ -170,7 +170,7 @@ def reference(inputs: SoftmaxInputs) -> torch.Tensor:
     return torch.softmax(inputs.x.float(), dim=-1)
 
 
-relative_error = rowwise.relative_error  # ||output - expected|| / ||expected|| in fp64; inf on NaN or inf
+relative_error = numerics.relative_error  # ||output - expected|| / ||expected|| in fp64; inf on NaN or inf
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,12 +17,12 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
+from tunebench.kernels import numerics
 from tunebench.kernels.compressed_matmul import compact, decoders, reconstruct, synthetic
 from tunebench.kernels.compressed_matmul.device import DeviceWeight, to_device
 from tunebench.kernels.compressed_matmul.format import bits_to_bf16
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES, get_pipeline
 from tunebench.kernels.compressed_matmul.schedule import PrefetchedProjection, decoder_programs, sm_count
-from tunebench.kernels import matmul
 from tunebench.space import Choice, Constraint, Ordinal, Space
 
 NAME = "compressed_matmul"
@@ -34,7 +34,7 @@ BATCHES = (1, 4, 16, 64, 256, 1024)
 LLAMA_MLP_SHAPES = tuple((batch, n, k) for batch in BATCHES for n, k in ((14336, 4096), (4096, 14336)))
 SHAPE_SETS = {"default": LLAMA_MLP_SHAPES}
 TOLERANCE = {"bfloat16": 1e-2}  # as the GEMM's: one BF16 rounding of the output plus reordered sums
-relative_error = matmul.relative_error  # ||out - ref|| / ||ref|| in fp64; inf on NaN or inf
+relative_error = numerics.relative_error  # ||out - ref|| / ||ref|| in fp64; inf on NaN or inf
 DECODE_SM_PERCENT = (50, 100)  # the decoder's share of the SMs; 25 % was never best on an H100
 
 
