@@ -16,11 +16,12 @@ import argparse
 import datetime
 import functools
 import json
-import os
 import statistics
 import sys
 from pathlib import Path
 from typing import Any, Callable
+
+from tunebench.files import write_text_atomically
 
 METHODS = ("best", "default", "torch eager", "torch.compile")
 KERNELS = ("layernorm", "softmax")  # the memory-bound families, whose cost is bytes moved
@@ -154,13 +155,6 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
-
-
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     import torch
@@ -209,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
         out = arguments.out_dir / path.stem
         text = markdown(report)
-        write_atomically(out.with_suffix(".json"), json.dumps(report, indent=1) + "\n")
-        write_atomically(out.with_suffix(".md"), text)
+        write_text_atomically(out.with_suffix(".json"), json.dumps(report, indent=1) + "\n")
+        write_text_atomically(out.with_suffix(".md"), text)
         print(f"wrote {out.with_suffix('.md')} and .json", flush=True)
         print(text, flush=True)
     return 0

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import re
 import sys
 import time
@@ -25,6 +24,7 @@ import numpy as np
 import torch
 import triton
 
+from tunebench.files import write_text_atomically
 from tunebench.kernels.compressed_matmul import compact, decoders, format, reconstruct, synthetic
 from tunebench.kernels.compressed_matmul.device import to_device
 from tunebench.kernels.compressed_matmul.family import BATCHES
@@ -182,12 +182,6 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", type=Path, default=Path("results/compressed_pipelines"))
@@ -226,8 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out_dir.mkdir(parents=True, exist_ok=True)
     slug = gpu_slug(properties.name)
-    write_atomically(args.out_dir / f"{slug}.json", json.dumps(report, indent=1) + "\n")
-    write_atomically(args.out_dir / f"{slug}.md", markdown(report))
+    write_text_atomically(args.out_dir / f"{slug}.json", json.dumps(report, indent=1) + "\n")
+    write_text_atomically(args.out_dir / f"{slug}.md", markdown(report))
     print(f"wrote {args.out_dir / slug}.md/.json in {report['seconds']:.0f} s")
     return 0
 

@@ -20,7 +20,6 @@ import argparse
 import dataclasses
 import datetime
 import json
-import os
 import re
 import sys
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from tunebench.files import write_text_atomically
 from tunebench.kernels.compressed_matmul import compact, format, huffman, synthetic
 from tunebench.kernels.compressed_matmul.stream import StreamLayout
 
@@ -99,12 +99,6 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", type=Path, default=Path("results/compression"))
@@ -130,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         "conversion": "fp32 to bf16, round to nearest even", "command": command,
         "exponent_counts": {str(e): int(c) for e, c in enumerate(mlp_counts) if c},
     }
-    write_atomically(args.statistics, json.dumps(statistics, indent=1) + "\n")
+    write_text_atomically(args.statistics, json.dumps(statistics, indent=1) + "\n")
     synthetic_rows = []
     if not args.skip_synthetic:
         probabilities = synthetic.exponent_distribution(args.statistics)
@@ -153,8 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         "synthetic": synthetic_rows,
     }
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    write_atomically(args.out_dir / f"{SOURCE}.json", json.dumps(report, indent=1) + "\n")
-    write_atomically(args.out_dir / f"{SOURCE}.md", markdown(report))
+    write_text_atomically(args.out_dir / f"{SOURCE}.json", json.dumps(report, indent=1) + "\n")
+    write_text_atomically(args.out_dir / f"{SOURCE}.md", markdown(report))
     print(f"wrote {args.out_dir / SOURCE}.md/.json and {args.statistics} in {report['seconds']:.0f} s")
     return 0
 

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from tunebench.files import write_text_atomically
+
 KERNELS = ("layernorm", "softmax")
 # Wider than the kernels' config spaces (num_stages to 3, LOOP_UNROLL to 4), so that the data reaches past the
 # model's bounds on every side. FIXED holds the rest: PERSISTENT and PROGRAMS_PER_SM only size the grid (one binary
@@ -135,13 +137,6 @@ def compile_all(jobs: list[tuple[str, dict[str, Any]]], workers: int, timeout_s:
     return [records[index] for index in range(len(jobs))]
 
 
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
-
-
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     import torch
@@ -186,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         "compiles": len(records), "binaries": len(records) - len(errors), "errors": len(errors),
     }
     out = arguments.out_dir
-    write_atomically(out / "binaries.jsonl", "".join(json.dumps(record) + "\n" for record in records))
-    write_atomically(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
+    write_text_atomically(out / "binaries.jsonl", "".join(json.dumps(record) + "\n" for record in records))
+    write_text_atomically(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
     print(f"wrote {out / 'binaries.jsonl'} ({provenance['binaries']} binaries, {len(errors)} errors) and "
           f"provenance.json in {provenance['wall_s']:.0f} s", flush=True)
     return 0

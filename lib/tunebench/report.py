@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from tunebench.files import write_text_atomically
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 # The notebooks that `make report` renders, by file name in notebooks/.
@@ -116,13 +118,6 @@ def check_parameters(notebook_path: str | os.PathLike, overrides: Mapping[str, o
     return {**defaults, **overrides}
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    # A plain open() (not mkstemp) so the report gets the umask's usual, shareable permissions.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-
-
 def _kernel_for_this_interpreter() -> str:
     """A kernelspec that runs sys.executable, so a notebook sees the same installed tunebench as its caller."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
@@ -185,7 +180,7 @@ def run_notebook(source: Path, out_dir: Path, parameters: Mapping[str, object] |
                 # A cell error shows in its own output; a timeout or a dead kernel shows nowhere else.
                 executed.cells.insert(0, nbformat.v4.new_markdown_cell(
                     f"<p style='color:#cf222e'><b>This run failed:</b> {html.escape(_describe(failure))}</p>"))
-            _write_atomic(html_path, _render_html(executed, title=name))
+            write_text_atomically(html_path, _render_html(executed, title=name))
             os.replace(executed_path, out_dir / f"{name}.ipynb")
     if failure is not None:
         raise failure
@@ -253,7 +248,7 @@ def build_reports(notebooks: Sequence[Path], out_dir: Path, parameters: Mapping[
         print(f"[{index}/{len(effective)}] {notebook.name}: {outcome} in {run.elapsed_s:.1f} s -> "
               f"{run.html or 'no report'}", flush=True)
         runs.append(run)
-    _write_atomic(out_dir / "index.html", _index_html(runs, out_dir))
+    write_text_atomically(out_dir / "index.html", _index_html(runs, out_dir))
     return sum(not run.ok for run in runs)
 
 

@@ -1,0 +1,21 @@
+"""Writing result files so that a reader never sees half of one: write beside the target, then rename over it.
+
+A kill mid-write leaves the old file (or none) and a stray temporary, never a truncated result.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_text_atomically(path: str | os.PathLike[str], text: str) -> Path:
+    """Write `text` to `path` (creating its folder) through a temporary file and an atomic rename; the path.
+
+    A plain open, not mkstemp, so the file gets the umask's usual, shareable permissions."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+    return path
