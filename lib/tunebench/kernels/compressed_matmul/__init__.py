@@ -3,7 +3,9 @@ reconstructive matmul, four execution pipelines and the SM split. The package is
 
 Modules: format (palette form), huffman, stream (parallel entropy-coded layout), compact (storage form), device
 (tensors), decoders and reconstruct (Triton), pipelines, schedule (SM split, overlapped steps), synthetic (weights
-with real exponent statistics), family (the kernel-family interface re-exported here).
+with real exponent statistics), family (the kernel-family interface re-exported here); mlp (models' projections),
+autotune (coordinate descent over projections), selection_file (the per-(model, GPU) choice file) and dispatch (the
+runtime pick per projection and batch size).
 """
 
 from tunebench.kernels.compressed_matmul.family import (

@@ -1,0 +1,330 @@
+"""Pipeline selection without a GPU: the coordinate-descent autotuner on a synthetic compressed_matmul dataset in which
+different pipelines win at different batch sizes, the selection file, the dispatcher and the replay benchmark."""
+
+import importlib.util
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tunebench.kernels.compressed_matmul import compact, family, synthetic
+from tunebench.kernels.compressed_matmul.autotune import (
+    AutotuneSettings, BucketTuning, Choice, MlpTuning, ProjectionChoice, ReplayStepEvaluators, autotune,
+)
+from tunebench.kernels.compressed_matmul.device import to_device
+from tunebench.kernels.compressed_matmul.dispatch import Dispatcher
+from tunebench.kernels.compressed_matmul.format import bits_to_bf16
+from tunebench.kernels.compressed_matmul.mlp import LLAMA_3_1_8B, Mlp, Projection
+from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
+from tunebench.kernels.compressed_matmul.selection_file import (
+    SelectionFile, SelectionFileError, file_name, load_selection, save_selection,
+)
+from tunebench.measure.dataset import Dataset, save_dataset
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+SPACE = family.config_space()
+CONFIGS = SPACE.enumerate()
+BATCHES = (1, 16, 256)
+GPU = "Synthetic GPU 80GB"
+MODEL = LLAMA_3_1_8B.model
+# Made-up step latencies (ms): a fixed cost (the decode) and a cost per row (the matmul's weight rebuilds) per pipeline,
+# so direct_palette wins at batch 1, transcode_palette at 16 and decode_then_cublas at 256.
+FIXED_MS = {"decode_then_cublas": 0.30, "decode_exponents": 0.20, "transcode_palette": 0.12, "direct_palette": 0.05}
+PER_ROW_MS = {"decode_then_cublas": 0.0002, "decode_exponents": 0.001, "transcode_palette": 0.004,
+              "direct_palette": 0.01}
+WINNERS = {1: "direct_palette", 16: "transcode_palette", 256: "decode_then_cublas"}
+
+
+def synthetic_latency(index: int, config: dict, shape: tuple[int, int, int]) -> float | None:
+    """The made-up step latency of a config, or None where it 'failed' (out of resources)."""
+    m, n, k = shape
+    if config["BLOCK_M"] == 128 and config["BLOCK_K"] == 128 and config["num_stages"] == 3:
+        return None
+    pipeline = config["pipeline"]
+    tile = 0.0 if pipeline == "decode_then_cublas" else (
+        0.01 * abs(math.log2(config["BLOCK_M"]) - math.log2(max(m, 16))) + 0.002 * (config["BLOCK_N"] == 128)
+        + 0.003 * (config["SPLIT_K"] == 4) * (m >= 64) + 0.001 * (config["num_warps"] == 8) * (m < 64))
+    share = 0.02 * (config["decode_sm_percent"] == (50 if m < 64 else 100)) if pipeline != "direct_palette" else 0.0
+    jitter = 1e-5 * ((index * 7919) % 101)  # distinct latencies: one optimum per pipeline and shape
+    return (FIXED_MS[pipeline] + PER_ROW_MS[pipeline] * m + tile + share + jitter) * (1.05 if k > n else 1.0)
+
+
+def synthetic_dataset(batches=BATCHES) -> Dataset:
+    rows, vendor = [], []
+    shapes = sorted({projection.shape(batch) for batch in batches for projection in LLAMA_3_1_8B.projections})
+    for shape in shapes:
+        for index, config in enumerate(CONFIGS):
+            latency = synthetic_latency(index, config, shape)
+            rows.append({"M": shape[0], "N": shape[1], "K": shape[2], **config,
+                         "status": "ok" if latency is not None else "out_of_resources",
+                         "latency_ms": latency if latency is not None else float("nan"),
+                         "repeats_ms": [latency] * 3 if latency is not None else [],
+                         "compile_s": 0.5, "bench_s": 0.01, "error": ""})
+        vendor.append({"M": shape[0], "N": shape[1], "K": shape[2], "library": "torch.matmul (cuBLAS)",
+                       "latency_ms": 0.04 + 0.0001 * shape[0], "repeats_ms": [0.04 + 0.0001 * shape[0]] * 3})
+    return Dataset(kernel="compressed_matmul", dtype="bfloat16", gpu=GPU, shape_names=family.SHAPE_NAMES,
+                   parameters=SPACE.parameters, measurements=pd.DataFrame(rows), vendor=pd.DataFrame(vendor),
+                   provenance={"gpu_name": GPU, "compile_workers": 4, "date": "2025-01-01"})
+
+
+def recorded_best(dataset: Dataset, shape, pipeline=None) -> float:
+    task = dataset.task(shape)
+    task = task[task["status"] == "ok"]
+    if pipeline is not None:
+        task = task[task["pipeline"] == pipeline]
+    return float(task["latency_ms"].min())
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return synthetic_dataset()
+
+
+@pytest.fixture(scope="module")
+def exhaustive_tuning(dataset):
+    settings = AutotuneSettings(strategy="exhaustive", evaluations_per_pipeline=len(CONFIGS))
+    return autotune(LLAMA_3_1_8B, BATCHES, ReplayStepEvaluators(dataset), settings)
+
+
+def selection_of(tuning) -> SelectionFile:
+    return SelectionFile(GPU, tuning, {"dataset": "synthetic", "strategy": "exhaustive", "seeds": [0],
+                                       "date": "2025-01-01", "command": "pytest"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Autotuner
+# ---------------------------------------------------------------------------------------------
+
+def test_llama_mlp_is_the_family_shape_set():
+    shapes = {projection.shape(batch) for projection in LLAMA_3_1_8B.projections for batch in family.BATCHES}
+    assert shapes == set(family.SHAPE_SETS["default"])
+    assert [projection.name for projection in LLAMA_3_1_8B.projections] == ["gate", "up", "down"]
+
+
+def test_coordinate_descent_finds_each_bucket_optimum_and_stops(dataset, exhaustive_tuning):
+    assert [bucket.batch for bucket in exhaustive_tuning.buckets] == list(BATCHES)
+    for bucket in exhaustive_tuning.buckets:
+        assert list(bucket.projections) == ["gate", "up", "down"]
+        for name, chosen in bucket.projections.items():
+            shape = LLAMA_3_1_8B.projection(name).shape(bucket.batch)
+            assert chosen.choice.latency_ms == recorded_best(dataset, shape)
+            assert chosen.choice.pipeline == WINNERS[bucket.batch]
+            for pipeline in PIPELINES:
+                assert chosen.fixed[pipeline].pipeline == pipeline
+                assert chosen.fixed[pipeline].latency_ms == recorded_best(dataset, shape, pipeline)
+        assert bucket.projections["gate"] == bucket.projections["up"]  # one shape, one recorded step
+        # Independent projections: the first round reaches the optimum, the second gains nothing and ends the descent.
+        assert len(bucket.round_totals_ms) == 2 and bucket.converged
+        assert bucket.round_totals_ms[0] == bucket.round_totals_ms[1] == bucket.step_ms
+        assert bucket.step_ms == pytest.approx(sum(c.choice.latency_ms for c in bucket.projections.values()))
+    assert exhaustive_tuning.evaluations == 2 * len(BATCHES) * 3 * len(CONFIGS)
+    assert exhaustive_tuning.search_s > 0
+
+
+def test_budgeted_search_is_never_slower_than_a_fixed_pipeline_and_rounds_keep_gains(dataset):
+    settings = AutotuneSettings(strategy="random", evaluations_per_pipeline=3, threshold=0.0, max_rounds=6)
+    tuning = autotune(LLAMA_3_1_8B, BATCHES, ReplayStepEvaluators(dataset), settings)
+    assert tuning.evaluations <= 6 * len(BATCHES) * 3 * (3 * 3 + 2)
+    rounds = []
+    for bucket in tuning.buckets:
+        totals = bucket.round_totals_ms
+        assert all(later <= earlier for earlier, later in zip(totals, totals[1:]))  # a round never makes it slower
+        assert bucket.converged == (len(totals) < 6 or totals[-1] == totals[-2])
+        rounds.append(len(totals))
+        for name, chosen in bucket.projections.items():
+            found = [c.latency_ms for c in chosen.fixed.values() if c is not None]
+            assert chosen.choice.latency_ms == min(found)
+            shape = LLAMA_3_1_8B.projection(name).shape(bucket.batch)
+            assert chosen.choice.latency_ms >= recorded_best(dataset, shape)
+    assert max(rounds) > 2  # fresh seeds kept finding faster configs for a while
+
+
+def test_one_round_is_not_convergence(dataset):
+    settings = AutotuneSettings(strategy="exhaustive", max_rounds=1)
+    tuning = autotune(LLAMA_3_1_8B, (16,), ReplayStepEvaluators(dataset), settings)
+    assert [(len(b.round_totals_ms), b.converged) for b in tuning.buckets] == [(1, False)]
+
+
+def test_settings_and_inputs_are_checked(dataset):
+    with pytest.raises(ValueError, match="unknown strategy 'simplex'"):
+        AutotuneSettings(strategy="simplex")
+    with pytest.raises(ValueError, match="threshold"):
+        AutotuneSettings(threshold=1.5)
+    with pytest.raises(ValueError, match="no batch-size buckets"):
+        autotune(LLAMA_3_1_8B, (), ReplayStepEvaluators(dataset))
+    with pytest.raises(ValueError, match=r"integers >= 1, got \[0\]"):
+        autotune(LLAMA_3_1_8B, (1, 0), ReplayStepEvaluators(dataset))
+    with pytest.raises(ValueError, match="not recorded"):
+        autotune(LLAMA_3_1_8B, (2,), ReplayStepEvaluators(dataset), AutotuneSettings(strategy="exhaustive"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Selection file
+# ---------------------------------------------------------------------------------------------
+
+def test_selection_file_round_trips(tmp_path, exhaustive_tuning):
+    selection = selection_of(exhaustive_tuning)
+    path = save_selection(selection, tmp_path / file_name(MODEL, GPU))
+    assert path.name == "llama-3.1-8b__synthetic_gpu_80gb.json"
+    assert [entry.name for entry in tmp_path.iterdir()] == [path.name]  # no temporary left behind
+    assert load_selection(path, model=MODEL, gpu=GPU) == selection
+    data = json.loads(path.read_text())
+    assert data["format_version"] == 1 and data["model"] == MODEL and data["gpu"] == GPU
+    assert data["projections"][2] == {"name": "down", "out_features": 4096, "in_features": 14336}
+    entry = data["buckets"][0]["projections"]["gate"]
+    assert entry["config"]["pipeline"] == "direct_palette" and set(entry["fixed_pipelines"]) == set(PIPELINES)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("format_version", 2, "format_version 2, expected 1"),
+    ("model", "Llama-3.1-70B", "model 'Llama-3.1-70B', expected 'Llama-3.1-8B'"),
+    ("gpu", "NVIDIA H200", "gpu 'NVIDIA H200', expected 'Synthetic GPU 80GB'"),
+    ("kind", "something else", "not a pipeline selection file: kind 'something else'"),
+    ("kernel", "matmul", "kernel 'matmul', expected 'compressed_matmul'"),
+])
+def test_selection_file_rejects_another_model_gpu_or_version(tmp_path, exhaustive_tuning, key, value, message):
+    path = save_selection(selection_of(exhaustive_tuning), tmp_path / "selection.json")
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, key: value}))
+    with pytest.raises(SelectionFileError, match=message):
+        load_selection(path, model=MODEL, gpu=GPU)
+
+
+def test_selection_file_rejects_malformed_entries(tmp_path, exhaustive_tuning):
+    path = save_selection(selection_of(exhaustive_tuning), tmp_path / "selection.json")
+    good = json.loads(path.read_text())
+    with pytest.raises(SelectionFileError, match="has model 'Llama-3.1-8B', expected 'Mistral-7B'"):
+        load_selection(path, model="Mistral-7B", gpu=GPU)
+    bad = json.loads(path.read_text())
+    bad["buckets"][1]["projections"]["up"]["config"]["BLOCK_M"] = 48
+    path.write_text(json.dumps(bad))
+    with pytest.raises(SelectionFileError, match=r"bucket batch=16 up: not a valid compressed_matmul config"):
+        load_selection(path, model=MODEL, gpu=GPU)
+    bad = json.loads(json.dumps(good))
+    del bad["buckets"][0]["projections"]["down"]
+    path.write_text(json.dumps(bad))
+    with pytest.raises(SelectionFileError, match=r"projections \['gate', 'up'\], expected \['gate', 'up', 'down'\]"):
+        load_selection(path, model=MODEL, gpu=GPU)
+    path.write_text("{not json")
+    with pytest.raises(SelectionFileError, match="not valid JSON"):
+        load_selection(path, model=MODEL, gpu=GPU)
+    with pytest.raises(FileNotFoundError, match="no pipeline selection file"):
+        load_selection(tmp_path / "missing.json", model=MODEL, gpu=GPU)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dispatcher
+# ---------------------------------------------------------------------------------------------
+
+def test_dispatcher_picks_the_nearest_bucket_in_log2_ties_to_the_larger(exhaustive_tuning):
+    dispatcher = Dispatcher(selection_of(exhaustive_tuning))
+    assert dispatcher.buckets == (1, 16, 256)
+    expected = {1: 1, 2: 1, 3: 1, 4: 16, 5: 16, 15: 16, 63: 16, 64: 256, 65: 256, 100_000: 256}  # 4 and 64: ties
+    assert {batch: dispatcher.bucket(batch) for batch in expected} == expected
+    assert dispatcher.bucket(np.int64(64)) == 256
+    for batch, bucket in expected.items():
+        for name in ("gate", "up", "down"):
+            selection = dispatcher.choose(name, batch)
+            tuned = next(b for b in exhaustive_tuning.buckets if b.batch == bucket).projections[name].choice
+            assert (selection.projection, selection.bucket) == (name, bucket)
+            assert selection.pipeline == WINNERS[bucket] == tuned.pipeline and selection.config == tuned.config
+            assert selection.sm_percent == tuned.config["decode_sm_percent"]
+    with pytest.raises(TypeError):
+        dispatcher.choose("gate", 1).config["BLOCK_M"] = 64  # read-only
+
+
+@pytest.mark.parametrize("projection, batch, message", [
+    ("o_proj", 1, "unknown projection 'o_proj' for model 'Llama-3.1-8B'; known: gate, up, down"),
+    ("gate", 0, "batch size must be an integer >= 1, got 0"),
+    ("gate", -3, "batch size must be an integer >= 1, got -3"),
+    ("gate", 2.0, "batch size must be an integer >= 1, got 2.0"),
+    ("gate", True, "batch size must be an integer >= 1, got True"),
+])
+def test_dispatcher_rejects_unknown_projection_and_bad_batch(exhaustive_tuning, projection, batch, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Dispatcher(selection_of(exhaustive_tuning)).choose(projection, batch)
+
+
+def test_dispatcher_loads_and_checks_the_file(tmp_path, exhaustive_tuning):
+    path = save_selection(selection_of(exhaustive_tuning), tmp_path / "selection.json")
+    assert Dispatcher.load(path, model=MODEL, gpu=GPU).choose("down", 300).pipeline == "decode_then_cublas"
+    with pytest.raises(SelectionFileError, match="gpu 'Synthetic GPU 80GB', expected 'NVIDIA H100 80GB HBM3'"):
+        Dispatcher.load(path, model=MODEL, gpu="NVIDIA H100 80GB HBM3")
+
+
+def test_dispatcher_picks_in_microseconds(exhaustive_tuning):
+    dispatcher = Dispatcher(selection_of(exhaustive_tuning))
+    calls = [(name, batch) for name in ("gate", "up", "down") for batch in range(1, 1001)]
+    started = time.perf_counter()
+    for name, batch in calls:
+        dispatcher.choose(name, batch)
+    assert (time.perf_counter() - started) / len(calls) < 20e-6  # about 1 us here; generous for a loaded CI host
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU tests run the pipelines on the device")
+def test_dispatcher_runs_the_selected_pipeline_on_cpu():
+    tiny = Mlp("Tiny", (Projection("proj", out_features=64, in_features=130),))
+    cublas = next(c for c in CONFIGS if c["pipeline"] == "decode_then_cublas" and c["decode_sm_percent"] == 100)
+    choice = Choice(cublas, 1.0)
+    fixed = {pipeline: choice if pipeline == "decode_then_cublas" else None for pipeline in PIPELINES}
+    tuning = MlpTuning(tiny, (BucketTuning(4, {"proj": ProjectionChoice(choice, fixed)}, (1.0,), True),), 1, 0.0)
+    dispatcher = Dispatcher(SelectionFile(GPU, tuning, {}))
+    bits = synthetic.synthetic_bits((130, 64), 3)
+    weight = to_device(compact.compress(bits), "cpu")
+    x = torch.randn((3, 130), generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+    assert torch.equal(dispatcher.multiply("proj", x, weight), torch.matmul(x, bits_to_bf16(bits)))
+    with pytest.raises(ValueError, match="takes x \\(batch, 130\\) and a 130 x 64 weight, got x \\(3, 64\\)"):
+        dispatcher.multiply("proj", x[:, :64], weight)
+
+
+# ---------------------------------------------------------------------------------------------
+# Benchmark script
+# ---------------------------------------------------------------------------------------------
+
+def benchmark_module():
+    script = REPOSITORY / "benchmarks" / "pipeline_selection.py"
+    spec = importlib.util.spec_from_file_location("pipeline_selection", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_runs_end_to_end_on_a_recorded_dataset(tmp_path, dataset, capsys):
+    path = tmp_path / "datasets" / "compressed_matmul_bfloat16_synthetic.parquet"
+    save_dataset(dataset, path)
+    out = tmp_path / "selection"
+    arguments = ["--strategy", "pattern", "--strategy-setting", "initial_population=40",
+                 "--evaluations-per-pipeline", "90"]
+    assert benchmark_module().main([str(path), "--out-dir", str(out), *arguments]) == 0
+    selection = load_selection(out / file_name(MODEL, GPU), model=MODEL, gpu=GPU)
+    assert selection.provenance["dataset"] == str(path) and selection.provenance["seeds"][0] == 0
+    assert selection.provenance["settings"]["strategy_settings"] == {"initial_population": 40}
+    assert "pipeline_selection.py" in selection.provenance["command"]
+    report = (out / file_name(MODEL, GPU)).with_suffix(".md").read_text()
+    assert "at least as fast as the best fixed pipeline at every batch size: yes, at all 3 batch sizes" in report
+    table = [line for line in report.splitlines() if line.startswith("| 256 |")]
+    cells = [cell.strip() for cell in table[0].strip("|").split("|")]
+    best = sum(recorded_best(dataset, p.shape(256), "decode_then_cublas") for p in LLAMA_3_1_8B.projections)
+    assert cells[5] == f"decode_then_cublas {best * 1000:.1f}" and cells[6] == f"{best * 1000:.1f}"
+    assert cells[8] == "1.00x" and cells[9] == f"{3 * (0.04 + 0.0256) * 1000:.1f}"
+    one = [cell.strip() for cell in next(l for l in report.splitlines() if l.startswith("| 1 |")).strip("|").split("|")]
+    assert float(one[8].rstrip("x")) > 3  # direct_palette against always decoding to BF16, at batch 1
+    assert "over always decoding fully (decode_then_cublas): " in report and "1.00x at batch 256." in report
+    assert "wrote" in capsys.readouterr().out
+    # A search too short to find every optimum is measured as such, not assumed to win.
+    assert benchmark_module().main([str(path), "--out-dir", str(out), "--strategy", "random",
+                                    "--evaluations-per-pipeline", "2"]) == 0
+    report = (out / file_name(MODEL, GPU)).with_suffix(".md").read_text()
+    assert "at every batch size: no: slower at batch 1 (" in report
+
+
+def test_benchmark_says_what_to_do_without_a_dataset(tmp_path):
+    missing = tmp_path / "compressed_matmul_bfloat16_h100.parquet"
+    with pytest.raises(SystemExit, match="(?s)no dataset at .*: record one on a GPU first.*tunebench.collect"):
+        benchmark_module().main([str(missing), "--out-dir", str(tmp_path)])
+    assert not list(tmp_path.iterdir())
