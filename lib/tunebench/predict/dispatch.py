@@ -252,5 +252,7 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
     ranker.model_ = model
     return Predictor(ranker, space, np.array(header["candidates"], dtype=np.int64), kernel=kernel,
                      dtype=header["dtype"], gpu=header["gpu"], hardware=Hardware(**header["hardware"]),
-                     shortlist=content["shortlist"], portfolio=np.array(header["portfolio"], dtype=np.int64),
+                     shortlist=content["shortlist"],
+                     # a file written before portfolios existed picks among every candidate
+                     portfolio=np.array(header.get("portfolio", range(len(header["candidates"]))), dtype=np.int64),
                      header={name: header[name] for name in ("training", "metrics") if name in header})
