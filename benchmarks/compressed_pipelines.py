@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 import triton
 
@@ -31,6 +32,7 @@ from tunebench.kernels.compressed_matmul.family import BATCHES
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES, get_pipeline
 from tunebench.kernels.compressed_matmul.schedule import PrefetchedProjection, decoder_programs
 from tunebench.measure.timing import Timer, TimingPolicy
+from tunebench.tables import markdown_table
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps, num_stages): decode-sized tiles, split-K for few output tiles,
 # and prefill-sized tiles; all inside the family's resource model. (64, 128, 64) takes 2 stages: with 3, Triton
@@ -169,16 +171,15 @@ def markdown(report: dict) -> str:
              "preprocess: decoding at 100 % of the SMs; matmul: best of the candidate configs; serial = preprocess + "
              "matmul; overlapped: one prefetching step (next weight decoded on a side stream at the best SM share, "
              "in parentheses). Ratios are cuBLAS time / time.", "",
-             "| projection | M | cuBLAS | Triton BF16 | pipeline | preprocess | matmul | serial | overlapped (SM %) | "
-             "cuBLAS / serial | cuBLAS / overlapped |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for row in report["rows"]:
-        for pipeline, timing in row["pipelines"].items():
-            lines.append(
-                f"| {row['projection']} | {row['M']} | {row['cublas_ms']:.4f} | {row['triton_bf16_ms']:.4f} | "
-                f"{pipeline} | {timing['preprocess_ms']:.4f} | {timing['matmul_ms']:.4f} | {timing['serial_ms']:.4f} | "
-                f"{timing['overlapped_ms']:.4f} ({timing['overlapped_sm_percent']}) | "
-                f"{row['cublas_ms'] / timing['serial_ms']:.2f} | {row['cublas_ms'] / timing['overlapped_ms']:.2f} |")
+             markdown_table(pd.DataFrame([
+                 {"projection": row["projection"], "M": row["M"], "cuBLAS": f"{row['cublas_ms']:.4f}",
+                  "Triton BF16": f"{row['triton_bf16_ms']:.4f}", "pipeline": pipeline,
+                  "preprocess": f"{timing['preprocess_ms']:.4f}", "matmul": f"{timing['matmul_ms']:.4f}",
+                  "serial": f"{timing['serial_ms']:.4f}",
+                  "overlapped (SM %)": f"{timing['overlapped_ms']:.4f} ({timing['overlapped_sm_percent']})",
+                  "cuBLAS / serial": f"{row['cublas_ms'] / timing['serial_ms']:.2f}",
+                  "cuBLAS / overlapped": f"{row['cublas_ms'] / timing['overlapped_ms']:.2f}"}
+                 for row in report["rows"] for pipeline, timing in row["pipelines"].items()]))]
     return "\n".join(lines) + "\n"
 
 

