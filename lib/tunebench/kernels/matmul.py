@@ -32,7 +32,8 @@ DATASET_SHAPES = (
 # Shapes for learning to predict the best config of an unseen shape: M from 1 to 8192 (decode to prefill), each
 # with 3 (N, K) pairs drawn with random.Random(0) from real models (Llama-2/3 MLP and attention, GPT-2 768/2304/
 # 3072, Llama-2-13B 5120/13824, 8192x1024 projections) and from outside them (3000/5000, 4608/1536), keeping
-# those of at most 0.7 TFLOP; 13 of the 79 have N and K that are not multiples of 16.
+# those of at most 0.7 TFLOP; 13 of the 79 have N and K that are not multiples of 16. The last 26, added after the
+# first 79, all have N or K outside multiples of 16 (GPT-2's vocabulary 50257, and 7000/2500, 1500/4500, 6000/1000).
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -48,6 +49,12 @@ PREDICTION_SHAPES = (
     (2048, 5120, 13824), (2048, 8192, 1024), (2048, 13824, 5120), (3072, 2304, 768), (3072, 4096, 14336), (3072, 5120, 5120),
     (4096, 4096, 14336), (4096, 5120, 13824), (4096, 8192, 1024), (6144, 4096, 4096), (6144, 5120, 5120), (8192, 3072, 3072),
     (8192, 5000, 3000),
+    (1, 50257, 768), (16, 50257, 768), (128, 50257, 768), (1024, 50257, 768), (4096, 50257, 768),
+    (2, 7000, 2500), (24, 7000, 2500), (200, 7000, 2500), (768, 7000, 2500), (3072, 7000, 2500),
+    (4, 1500, 4500), (48, 1500, 4500), (384, 1500, 4500), (1536, 1500, 4500), (6144, 1500, 4500),
+    (8, 2500, 7000), (64, 2500, 7000), (512, 2500, 7000), (2048, 2500, 7000),
+    (3, 4500, 1500), (32, 4500, 1500), (256, 4500, 1500), (8192, 4500, 1500),
+    (6, 6000, 1000), (96, 6000, 1000), (1000, 6000, 1000),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
