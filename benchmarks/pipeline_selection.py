@@ -7,6 +7,7 @@ Every latency in the tables is a recorded median of the dataset: a fixed pipelin
 for the projection (exhaustive over the recording), the dispatch's is the recorded latency of the config the
 dispatcher, loaded from the written file, picks; so "the dispatch is at least as fast as the best fixed pipeline" is
 measured on the same numbers, not assumed. An MLP step is the sum of its projections' steps (autotune.py says why).
+The study is tunebench.kernels.compressed_matmul.selection_study, which notebooks/pipeline_selection.py draws.
 Writes results/pipeline_selection/<model>__<gpu>.json (the selection file) and .md, atomically.
 """
 
@@ -24,61 +25,25 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
+import pandas as pd
+
 from tunebench.files import write_text_atomically
-from tunebench.kernels.compressed_matmul.autotune import AutotuneSettings, MlpTuning, ReplayStepEvaluators, autotune
+from tunebench.kernels.compressed_matmul.autotune import AutotuneSettings, MlpTuning
 from tunebench.kernels.compressed_matmul.dispatch import Dispatcher
 from tunebench.kernels.compressed_matmul.family import NAME
 from tunebench.kernels.compressed_matmul.mlp import MODELS, Mlp
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.kernels.compressed_matmul.selection_file import SelectionFile, file_name, save_selection
+from tunebench.kernels.compressed_matmul.selection_study import (
+    VENDOR, mlp_steps, projection_latencies, replay_selection, tuned_batches,
+)
 from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.measure.replay import MODES
-from tunebench.measure.result import Status
 from tunebench.search import STRATEGIES
 
 DEFAULT_DATASET = Path("results/datasets/compressed_matmul_bfloat16_h100.parquet")
 DEFAULT_OUT = Path("results/pipeline_selection")
 LOOKUPS = 20_000  # dispatcher calls timed for the per-call cost
-
-
-def tuned_batches(dataset: Dataset, mlp: Mlp) -> list[int]:
-    """The batch sizes recorded for every projection of the MLP."""
-    recorded = dataset.shapes()
-    per_projection = [{m for m, n, k in recorded if (n, k) == (p.out_features, p.in_features)} for p in mlp.projections]
-    batches = sorted(set.intersection(*per_projection))
-    if not batches:
-        shapes = {p.name: (p.out_features, p.in_features) for p in mlp.projections}
-        raise SystemExit(f"the dataset records no batch size for all of {mlp.model}'s projections (N, K) {shapes}; "
-                         f"recorded shapes (M, N, K): {recorded}")
-    return batches
-
-
-def recorded_ms(dataset: Dataset, shape: tuple[int, int, int]) -> dict[tuple, float]:
-    """The recorded median latency of every config that ran ok on `shape`, by config key."""
-    task = dataset.task(shape)
-    task = task[task["status"] == Status.OK.value]
-    keys = zip(*(task[name].tolist() for name in dataset.parameter_names))
-    return dict(zip(keys, task["latency_ms"].tolist()))
-
-
-def measure(dataset: Dataset, mlp: Mlp, batches: Sequence[int], dispatcher: Dispatcher) -> list[dict[str, Any]]:
-    """Per (batch, projection): each pipeline's best recorded latency, the dispatch's choice and its recorded latency,
-    and the vendor library's; inf where nothing ran ok."""
-    pipeline_at = dataset.parameter_names.index("pipeline")
-    rows = []
-    for batch in batches:
-        for projection in mlp.projections:
-            shape = projection.shape(batch)
-            latencies = recorded_ms(dataset, shape)
-            fixed = {pipeline: min((ms for key, ms in latencies.items() if key[pipeline_at] == pipeline),
-                                   default=math.inf) for pipeline in PIPELINES}
-            selection = dispatcher.choose(projection.name, batch)
-            key = tuple(selection.config[name] for name in dataset.parameter_names)
-            vendor = dataset.vendor_ms(shape)
-            rows.append({"batch": batch, "projection": projection.name, "fixed": fixed,
-                         "config": dict(selection.config), "dispatch": latencies.get(key, math.inf),
-                         "vendor": math.inf if vendor is None else vendor})
-    return rows
 
 
 def lookup_us(dispatcher: Dispatcher, mlp: Mlp, batches: Sequence[int]) -> float:
@@ -111,10 +76,11 @@ def _describe(config: dict[str, Any]) -> str:
 
 
 def markdown(dataset_path: Path, dataset: Dataset, tuning: MlpTuning, settings: AutotuneSettings,
-             rows: list[dict[str, Any]], lookup: float, selection_path: Path) -> str:
+             latencies: pd.DataFrame, lookup: float, selection_path: Path) -> str:
     """The report: the run, the MLP step per batch size, whether the dispatch is at least as fast as the best fixed
-    pipeline at every batch size, and the per-projection rows."""
-    batches = sorted({row["batch"] for row in rows})
+    pipeline at every batch size, and the per-projection rows (selection_study.projection_latencies)."""
+    batches = sorted(set(latencies["batch"]))
+    steps = mlp_steps(latencies)
     exhaustive = sum(len(dataset.task(p.shape(b))) for p in tuning.mlp.projections for b in batches)
     lines = [f"# Pipeline selection: {tuning.mlp.model} on {dataset.gpu}", "",
              f"Replay of `{dataset_path}` (recorded {dataset.provenance.get('date', 'n/a')}). Strategy "
@@ -133,11 +99,8 @@ def markdown(dataset_path: Path, dataset: Dataset, tuning: MlpTuning, settings: 
              "| --- " * (len(PIPELINES) + 7) + "|"]
     slower, gains = [], []
     for bucket in tuning.buckets:
-        batch_rows = [row for row in rows if row["batch"] == bucket.batch]
-        fixed = {p: sum(row["fixed"][p] for row in batch_rows) for p in PIPELINES}
-        best = min(PIPELINES, key=lambda p: fixed[p])
-        dispatch = sum(row["dispatch"] for row in batch_rows)
-        vendor = sum(row["vendor"] for row in batch_rows)
+        step = steps.loc[bucket.batch]
+        fixed, best, dispatch, vendor = step[list(PIPELINES)], step["best_fixed"], step["dispatch"], step[VENDOR]
         gains.append(f"{_ratio(fixed['decode_then_cublas'], dispatch)} at batch {bucket.batch}")
         if not dispatch <= fixed[best]:
             slower.append(f"batch {bucket.batch} ({_ratio(dispatch, fixed[best])} the time of {best})")
@@ -152,9 +115,9 @@ def markdown(dataset_path: Path, dataset: Dataset, tuning: MlpTuning, settings: 
               "## Per projection", "",
               f"| projection | batch | {' | '.join(PIPELINES)} | dispatch | dispatch's choice | "
               "uncompressed torch.matmul |", "| --- " * (len(PIPELINES) + 5) + "|"]
-    for row in rows:
-        lines.append(f"| {row['projection']} | {row['batch']} | {' | '.join(_us(row['fixed'][p]) for p in PIPELINES)} "
-                     f"| {_us(row['dispatch'])} | {_describe(row['config'])} | {_us(row['vendor'])} |")
+    for row in latencies.to_dict("records"):
+        lines.append(f"| {row['projection']} | {row['batch']} | {' | '.join(_us(row[p]) for p in PIPELINES)} "
+                     f"| {_us(row['dispatch'])} | {_describe(row['config'])} | {_us(row[VENDOR])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -189,11 +152,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"tunebench.collect --kernel {NAME} --shapes default --out {args.dataset}")
     dataset = load_dataset(args.dataset, kernel=NAME)
     mlp = MODELS[args.model]
-    batches = tuned_batches(dataset, mlp)
+    try:
+        batches = tuned_batches(dataset, mlp)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     settings = AutotuneSettings(strategy=args.strategy, strategy_settings=tuple(args.strategy_setting),
                                 evaluations_per_pipeline=args.evaluations_per_pipeline, seed=args.seed,
                                 threshold=args.threshold, max_rounds=args.max_rounds)
-    tuning = autotune(mlp, batches, ReplayStepEvaluators(dataset, mode=args.mode, seed=args.seed), settings)
+    tuning = replay_selection(dataset, mlp, settings, mode=args.mode)
     rounds = max(len(bucket.round_totals_ms) for bucket in tuning.buckets)
     provenance = {
         "dataset": str(args.dataset), "dataset_provenance": dataset.provenance, "replay_mode": args.mode,
@@ -206,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     selection_path = save_selection(SelectionFile(dataset.gpu, tuning, provenance),
                                     args.out_dir / file_name(mlp.model, dataset.gpu))
     dispatcher = Dispatcher.load(selection_path, model=mlp.model, gpu=dataset.gpu)  # reads back what it wrote
-    report = markdown(args.dataset, dataset, tuning, settings, measure(dataset, mlp, batches, dispatcher),
+    report = markdown(args.dataset, dataset, tuning, settings, projection_latencies(dataset, mlp, batches, dispatcher),
                       lookup_us(dispatcher, mlp, batches), selection_path)
     report_path = write_text_atomically(selection_path.with_suffix(".md"), report)
     print(report)

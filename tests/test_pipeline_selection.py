@@ -1,5 +1,6 @@
 """Pipeline selection without a GPU: the coordinate-descent autotuner on a synthetic compressed_matmul dataset in which
-different pipelines win at different batch sizes, the selection file, the dispatcher and the replay benchmark."""
+different pipelines win at different batch sizes, the selection file, the dispatcher, the study that the replay
+benchmark and the notebook share, and the benchmark."""
 
 import importlib.util
 import json
@@ -23,6 +24,10 @@ from tunebench.kernels.compressed_matmul.mlp import LLAMA_3_1_8B, Mlp, Projectio
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.kernels.compressed_matmul.selection_file import (
     SelectionFile, SelectionFileError, file_name, load_selection, save_selection,
+)
+from tunebench.kernels.compressed_matmul.selection_study import (
+    dispatch_gains, gain_summary, mlp_steps, projection_latencies, read_split, replay_selection, split_summary,
+    tuned_batches, winner_summary, winners,
 )
 from tunebench.measure.dataset import Dataset, save_dataset
 
@@ -280,6 +285,152 @@ def test_dispatcher_runs_the_selected_pipeline_on_cpu():
     assert torch.equal(dispatcher.multiply("proj", x, weight), torch.matmul(x, bits_to_bf16(bits)))
     with pytest.raises(ValueError, match="takes x \\(batch, 130\\) and a 130 x 64 weight, got x \\(3, 64\\)"):
         dispatcher.multiply("proj", x[:, :64], weight)
+
+
+# ---------------------------------------------------------------------------------------------
+# The study the benchmark and the notebook share
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def latencies(dataset, exhaustive_tuning):
+    return projection_latencies(dataset, LLAMA_3_1_8B, BATCHES, Dispatcher(selection_of(exhaustive_tuning)))
+
+
+def test_tuned_batches_are_those_recorded_for_every_projection(dataset):
+    assert tuned_batches(dataset, LLAMA_3_1_8B) == list(BATCHES)
+    without_down_at_16 = dataset.measurements[~((dataset.measurements["M"] == 16)
+                                                & (dataset.measurements["K"] == 14336))]
+    partial = Dataset(kernel=dataset.kernel, dtype=dataset.dtype, gpu=GPU, shape_names=dataset.shape_names,
+                      parameters=dataset.parameters, measurements=without_down_at_16, vendor=dataset.vendor,
+                      provenance=dataset.provenance)
+    assert tuned_batches(partial, LLAMA_3_1_8B) == [1, 256]
+    other = Mlp("Other", (Projection("proj", out_features=128, in_features=64),))
+    with pytest.raises(ValueError, match=r"records no batch size for all of Other's projections \(N, K\) "
+                                         r"\{'proj': \(128, 64\)\}"):
+        tuned_batches(dataset, other)
+
+
+def test_replay_selection_is_the_autotuner_at_the_tuned_batches(dataset, exhaustive_tuning):
+    settings = AutotuneSettings(strategy="exhaustive", evaluations_per_pipeline=len(CONFIGS))
+    assert replay_selection(dataset, LLAMA_3_1_8B, settings).buckets == exhaustive_tuning.buckets
+
+
+def test_projection_latencies_are_recorded_bests_the_dispatch_pick_and_the_vendor(dataset, latencies):
+    assert list(latencies.columns) == ["batch", "projection", *PIPELINES, "dispatch", "config", "vendor"]
+    assert list(zip(latencies["batch"], latencies["projection"])) == [
+        (batch, name) for batch in BATCHES for name in ("gate", "up", "down")]
+    for row in latencies.to_dict("records"):
+        shape = LLAMA_3_1_8B.projection(row["projection"]).shape(row["batch"])
+        assert {p: row[p] for p in PIPELINES} == {p: recorded_best(dataset, shape, p) for p in PIPELINES}
+        assert row["dispatch"] == recorded_best(dataset, shape)  # the exhaustive tuning picked the optimum
+        assert row["config"]["pipeline"] == WINNERS[row["batch"]]
+        assert row["vendor"] == pytest.approx(0.04 + 0.0001 * row["batch"])
+
+
+def test_a_pipeline_with_nothing_ok_is_infinitely_slow(dataset, exhaustive_tuning):
+    failed = dataset.measurements.copy()
+    none_ok = (failed["pipeline"] == "transcode_palette") & (failed["M"] == 1)
+    failed.loc[none_ok, "status"], failed.loc[none_ok, "latency_ms"] = "crash", float("nan")
+    broken = Dataset(kernel=dataset.kernel, dtype=dataset.dtype, gpu=GPU, shape_names=dataset.shape_names,
+                     parameters=dataset.parameters, measurements=failed, vendor=dataset.vendor.iloc[:0],
+                     provenance=dataset.provenance)
+    table = projection_latencies(broken, LLAMA_3_1_8B, (1,), Dispatcher(selection_of(exhaustive_tuning)))
+    assert (table["transcode_palette"] == math.inf).all() and (table["vendor"] == math.inf).all()
+    assert math.isfinite(mlp_steps(table).loc[1, "dispatch"])
+    assert mlp_steps(table).loc[1, "transcode_palette"] == math.inf
+
+
+def test_mlp_steps_sum_the_projections_and_name_the_fastest_fixed_pipeline(latencies, exhaustive_tuning):
+    steps = mlp_steps(latencies)
+    assert list(steps.index) == list(BATCHES) and list(steps["best_fixed"]) == [WINNERS[b] for b in BATCHES]
+    for batch, bucket in zip(BATCHES, exhaustive_tuning.buckets):
+        rows = latencies[latencies["batch"] == batch]
+        for column in (*PIPELINES, "dispatch", "vendor"):
+            assert steps.loc[batch, column] == pytest.approx(rows[column].sum())
+        assert steps.loc[batch, "dispatch"] == pytest.approx(bucket.step_ms)
+    gains = dispatch_gains(steps)
+    assert list(gains.columns) == [*PIPELINES, "vendor"]
+    for batch in BATCHES:
+        assert gains.loc[batch, WINNERS[batch]] == 1.0
+        assert all(gains.loc[batch, p] > 1 for p in PIPELINES if p != WINNERS[batch])
+        assert gains.loc[batch, "vendor"] == pytest.approx(steps.loc[batch, "vendor"] / steps.loc[batch, "dispatch"])
+
+
+def test_winners_name_the_fastest_the_runner_up_and_the_margin(latencies):
+    table = winners(latencies)
+    assert list(table["winner"]) == [WINNERS[batch] for batch in table["batch"]]
+    assert (table["dispatch_pipeline"] == table["winner"]).all()
+    for row, cell in zip(latencies.to_dict("records"), table.to_dict("records")):
+        ranked = sorted(row[p] for p in PIPELINES)
+        assert (cell["winner_ms"], cell["runner_up_ms"]) == (ranked[0], ranked[1]) == (
+            row[cell["winner"]], row[cell["runner_up"]])
+        assert cell["margin"] == pytest.approx(ranked[1] / ranked[0]) and cell["margin"] > 1
+
+
+def test_summaries_say_where_each_pipeline_wins_and_what_the_dispatch_gains(latencies):
+    table = winners(latencies)
+    text = winner_summary(table)
+    assert text.startswith("Fastest pipeline: direct_palette at batch 1; transcode_palette at batch 16; "
+                           "decode_then_cublas at batch 256. Narrowest margin ")
+    narrowest = table.loc[table["margin"].idxmin()]
+    assert f"{narrowest['margin']:.2f}× ({narrowest['projection']} at batch {narrowest['batch']}" in text
+    assert text.endswith("the dispatch picked the winner everywhere.")
+    mixed = table.assign(winner=[("direct_palette" if row.projection == "down" else row.winner)
+                                 for row in table.itertuples()])
+    assert ("transcode_palette (gate, up), direct_palette (down) at batch 16; decode_then_cublas (gate, up), "
+            "direct_palette (down) at batch 256" in winner_summary(mixed))
+    assert "the dispatch missed the winner at down batch 16, down batch 256." in winner_summary(mixed)
+    steps = mlp_steps(latencies)
+    text = gain_summary(steps)
+    assert text.startswith("The autotuned dispatch is at least as fast as the best fixed pipeline at every batch "
+                           "size. Its largest gain over each fixed pipeline: decode_then_cublas ")
+    cost = steps["dispatch"] / steps["vendor"]  # the made-up vendor is faster at every batch size
+    assert text.endswith(f"it is slower at every batch size: {cost.min():.2f}× to {cost.max():.2f}× its time.")
+    slow = steps.assign(dispatch=steps["dispatch"] * [1.0, 1.25, 1.0], vendor=steps["vendor"] * [10.0, 1.0, 1.0])
+    assert "slower than the best fixed pipeline at batch 16 (1.25× its time)" in gain_summary(slow)
+    assert "it is faster at batch 1: " in gain_summary(slow)
+
+
+def split_report(gpu: str = GPU) -> dict:
+    """A benchmarks/compressed_pipelines.py report: two batch sizes of one projection; decode_then_cublas is fastest
+    at 1024, direct_palette at 1."""
+    def timing(preprocess, matmul):
+        return {"preprocess_ms": preprocess, "matmul_ms": matmul, "serial_ms": preprocess + matmul,
+                "overlapped_ms": 1.5 * (preprocess + matmul), "overlapped_sm_percent": 100}
+
+    rows = [{"projection": "gate", "M": m, "N": 14336, "K": 4096, "cublas_ms": cublas, "pipelines": {
+        "decode_then_cublas": timing(0.3, cublas), "decode_exponents": timing(0.2, 0.1 * scale),
+        "transcode_palette": timing(0.1, 0.2 * scale), "direct_palette": timing(0.0, 0.25 * scale)}}
+        for m, cublas, scale in ((1, 0.05, 1), (1024, 0.15, 8))]
+    return {"command": "PYTHONPATH=lib python3 benchmarks/compressed_pipelines.py", "rows": rows,
+            "provenance": {"gpu_name": gpu, "date": "2025-01-01"}}
+
+
+def test_read_split_is_a_row_per_projection_batch_and_pipeline(tmp_path):
+    path = tmp_path / "split.json"
+    path.write_text(json.dumps(split_report()))
+    split = read_split(path, gpu=GPU)
+    assert (split.gpu, split.date, split.command) == (GPU, "2025-01-01", split_report()["command"])
+    assert len(split.table) == 2 * len(PIPELINES) and list(split.table["pipeline"][:4]) == list(PIPELINES)
+    row = split.table.iloc[1]
+    assert (row["projection"], row["batch"], row["pipeline"]) == ("gate", 1, "decode_exponents")
+    assert (row["preprocess_ms"], row["matmul_ms"], row["cublas_ms"]) == (0.2, 0.1, 0.05)
+    with pytest.raises(ValueError, match="was measured on 'Synthetic GPU 80GB', not 'NVIDIA H100 80GB HBM3'"):
+        read_split(path, gpu="NVIDIA H100 80GB HBM3")
+    text = split_summary(split.table)
+    assert text.startswith("Preprocessing's share of the serial time: decode_then_cublas 67%-86%, "
+                           "decode_exponents 20%-67%, transcode_palette 6%-33%.")
+    # 0.25 / 0.05 at batch 1, 0.45 / 0.15 at 1024
+    assert text.endswith("Fastest run serially: direct_palette at batch 1; decode_then_cublas at batch 1024; it takes "
+                         "3.0× to 5.0× cuBLAS's time on the uncompressed weight.")
+
+
+def test_the_recorded_h100_split_covers_the_llama_mlp():
+    split = read_split(REPOSITORY / "results" / "compressed_pipelines" / "h100.json", gpu="NVIDIA H100 80GB HBM3")
+    cells = {(row.projection, row.batch, row.pipeline) for row in split.table.itertuples()}
+    assert cells == {(p.name, b, pipeline) for p in LLAMA_3_1_8B.projections for b in family.BATCHES
+                     for pipeline in PIPELINES}
+    assert (split.table.loc[split.table["pipeline"] == "direct_palette", "preprocess_ms"] == 0).all()
 
 
 # ---------------------------------------------------------------------------------------------

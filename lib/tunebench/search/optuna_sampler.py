@@ -9,12 +9,16 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
-from optuna.trial import Trial, TrialState
-
 from tunebench.search.base import Config, Key, Search, Strategy, StrategySettings, sample_new
 from tunebench.space import Choice, Flag, IntRange, Ordinal, Parameter, PowerOfTwo, Space
+
+# Optuna imports tqdm.auto, which in a notebook kernel without ipywidgets warns that it falls back to text bars; no
+# strategy draws progress bars, so the warning would only clutter the report of every notebook that imports one.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import optuna
+    from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
+    from optuna.trial import Trial, TrialState
 
 
 @dataclass(frozen=True)
