@@ -1,7 +1,9 @@
-"""Replay every strategy on every task of the recorded GEMM dataset and of the two Kernel Tuner caches, and
-write the comparison tables under results/strategy_comparison/ (the README quotes them).
+"""Replay every strategy on every task of the recorded GEMM, layer norm and softmax datasets and of the two Kernel
+Tuner caches, and write the comparison tables, over all tasks and per kernel, under results/strategy_comparison/
+(the README quotes them).
 
-Run: `.venv/bin/python benchmarks/strategy_comparison.py` (resumable: rerun after a kill to continue).
+Run: `.venv/bin/python benchmarks/strategy_comparison.py` (resumable: rerun after a kill to continue; runs that
+the trace table there already holds are not replayed again).
 """
 
 from __future__ import annotations
@@ -14,16 +16,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tunebench.metrics import median_with_ci, summarize
+from tunebench.metrics import median_ci_ranks, median_with_ci, summarize
 from tunebench.search import STRATEGIES
-from tunebench.study import Budget, run_study, task_references, tasks_of
+from tunebench.study import Budget, run_study, task_references, tasks_by_kernel, tasks_of
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL_TUNER = REPO.parent / "shared" / "datasets" / "kerneltuner"
-GEMM_DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h100.parquet"
+# The compute-bound GEMM and the two memory-bound row-wise kernels, each swept exhaustively on the H100.
+RECORDED_DATASETS = tuple(REPO / "results" / "datasets" / f"{kernel}_bfloat16_h100.parquet"
+                          for kernel in ("matmul", "layernorm", "softmax"))
 KERNEL_TUNER_CACHES = ("convolution_A100.json.gz", "convolution_A4000.json.gz")
 BUDGETS = (50, 100, 200, 400)
+CONFIDENCE = 0.95
 
 
 def overhead_per_ask_ms(trace: pd.DataFrame) -> pd.Series:
@@ -32,15 +37,23 @@ def overhead_per_ask_ms(trace: pd.DataFrame) -> pd.Series:
     return (1e3 * per_run.strategy_s / per_run.asks).groupby("strategy").median()
 
 
+def interval_over_tasks(tasks: int) -> tuple[float, str]:
+    """The confidence to ask `median_with_ci` for over this many tasks, and what to call the bracket: a 95 % CI,
+    or, with 5 tasks or fewer, the full range (which covers the median with less than 95 %)."""
+    coverage = median_ci_ranks(tasks, CONFIDENCE)[2]
+    return (CONFIDENCE, f"{CONFIDENCE:.0%} CI") if coverage >= CONFIDENCE else (coverage, "range")
+
+
 def headline(summary: pd.DataFrame, trace: pd.DataFrame, budgets: tuple[int, ...]) -> pd.DataFrame:
-    """Per strategy, over all tasks: median [95 % CI] evaluations to 0.99, fraction of optimum at each budget
-    (median over tasks of the per-task medians over seeds), mean score (mean over tasks), overhead per ask."""
+    """Per strategy, over the summary's tasks: median [95 % CI] evaluations to 0.99, fraction of optimum at each
+    budget (median over tasks of the per-task medians over seeds), mean score (mean over tasks), overhead per ask."""
     rows = []
     overhead = overhead_per_ask_ms(trace)
+    confidence, bracket = interval_over_tasks(summary["task"].nunique())
     for strategy, group in summary.groupby("strategy", sort=False):
-        median, low, high = median_with_ci(group["evals_to_0.99"].to_numpy())
+        median, low, high = median_with_ci(group["evals_to_0.99"].to_numpy(), confidence)
         row = {"strategy": strategy, "tasks": len(group),
-               "evals to 0.99 (median over tasks [95% CI])": f"{median:.0f} [{low:.0f}, {high:.0f}]"}
+               f"evals to 0.99 (median over tasks [{bracket}])": f"{median:.0f} [{low:.0f}, {high:.0f}]"}
         for budget in budgets:
             row[f"fraction at {budget}"] = f"{group[f'fraction_at_{budget}'].median():.3f}"
         row["mean score"] = f"{group['mean_score'].mean():.3f}"
@@ -77,7 +90,7 @@ def main() -> int:
     parser.add_argument("--trace", type=Path, default=None,
                         help="summarize this finished study's trace instead of running one (e.g. one run elsewhere)")
     args = parser.parse_args()
-    datasets = [GEMM_DATASET, *(args.kernel_tuner_dir / name for name in KERNEL_TUNER_CACHES)]
+    datasets = [*RECORDED_DATASETS, *(args.kernel_tuner_dir / name for name in KERNEL_TUNER_CACHES)]
     tasks = [task for path in datasets for task in tasks_of(path)]
     args.out.mkdir(parents=True, exist_ok=True)
     if args.trace is None:
@@ -93,7 +106,13 @@ def main() -> int:
     command = " ".join(["python", *sys.argv])
     parts = [f"# Strategy comparison (replay)\n\nCommand: `{command}`\n\n{len(tasks)} tasks, {args.seeds} seeds, "
              f"budget {args.budget} unique evaluations, deterministic replay.",
-             "## Over all tasks", markdown_table(headline(summary, trace, budgets))]
+             "## Over all tasks", markdown_table(headline(summary, trace, budgets)),
+             "## Per kernel\n\nThe same table over one kernel's tasks: the GEMM is compute-bound, layer norm and "
+             "softmax are memory-bound, the Kernel Tuner convolution is one shape on two GPUs (with so few tasks the "
+             "bracket is their range, not a 95 % CI)."]
+    for kernel, names in tasks_by_kernel(tasks).items():
+        table = headline(summary[summary["task"].isin(names)], trace[trace["task"].isin(names)], budgets)
+        parts += [f"### {kernel}", markdown_table(table)]
     if {"lfbo", "pattern"} <= set(args.strategies):
         parts += ["## LFBO vs PatternSearch, median over seeds to reach 0.99 of optimum (inf: not reached by the "
                   "median seed within the budget)", markdown_table(lfbo_vs_pattern(summary))]

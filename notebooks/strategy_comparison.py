@@ -17,7 +17,8 @@
 # Every strategy searches every task (a shape of a recorded dataset) once per seed, replayed from the record on a
 # simulated clock: a batch costs its compile makespan on the recorded compile workers plus its benchmark times, plus
 # the strategy's own CPU time. Budgets count unique evaluations. The study is cached under `study_dir` and resumes
-# where it stopped. Run with other parameters:
+# where it stopped. The default datasets span two regimes: the compute-bound GEMM, the memory-bound layer norm and
+# softmax (all swept exhaustively on an H100), and a Kernel Tuner convolution on two GPUs. Run with other parameters:
 # `.venv/bin/python -m tunebench.report notebooks/strategy_comparison.py -p seeds 20 -p shapes_per_dataset 0`.
 
 # %%
@@ -26,15 +27,17 @@ from tunebench.plots import (StudyPlan, methodology_table, overhead_table, overv
                              plot_fraction_aggregated, plot_fraction_per_task, table_style)
 from tunebench.metrics import summarize
 from tunebench.report import set_style, show_run_header
-from tunebench.study import open_dataset, task_references
+from tunebench.study import open_dataset, task_references, tasks_by_kernel
 
 set_style()
 
 # %% tags=["parameters"]
 datasets = ["results/datasets/matmul_bfloat16_h100.parquet",
+            "results/datasets/layernorm_bfloat16_h100.parquet",
+            "results/datasets/softmax_bfloat16_h100.parquet",
             "../shared/datasets/kerneltuner/convolution_A100.json.gz",
             "../shared/datasets/kerneltuner/convolution_A4000.json.gz"]  # recorded datasets, relative to the repository root
-shapes_per_dataset = 3  # shapes taken from each dataset, evenly through its sorted shapes, for a GEMM over M; 0 takes all
+shapes_per_dataset = 2  # shapes taken from each dataset, evenly through its sorted shapes, for a GEMM over M; 0 takes all
 strategies = ["random", "pattern", "lfbo", "de", "optuna_tpe", "optuna_cmaes"]  # names in tunebench.search.STRATEGIES
 seeds = 10  # runs per (strategy, task), seeds 0..seeds-1; 10 or more for the confidence intervals
 budget = 200  # unique evaluations per run
@@ -53,6 +56,7 @@ show_run_header({"datasets": datasets, "shapes_per_dataset": shapes_per_dataset,
 # %%
 trace = plan.run(study_dir)
 optima, latencies, seconds_per_evaluation = task_references(tasks)
+by_kernel = tasks_by_kernel(tasks)
 
 # %% [markdown]
 # ## Best so far against unique evaluations
@@ -77,18 +81,26 @@ plot_fraction_per_task(trace, optima, latencies, over="seconds", seconds_per_eva
 # ## Over all tasks
 # The median over tasks of each task's median over seeds; the band spans the middle half of the tasks. On the
 # right, time is divided by each task's mean seconds per evaluation, since the tasks differ about a hundredfold
-# in what one evaluation costs (Kernel Tuner compiles one config at a time; the GEMM sweep used 15 workers).
+# in what one evaluation costs (Kernel Tuner compiles one config at a time; the H100 sweeps used 14 or 15 workers).
 
 # %%
 plot_fraction_aggregated(trace, optima, latencies, seconds_per_evaluation);
+
+# %% [markdown]
+# ## Per kernel
+# The same, over each kernel's tasks alone: does the ranking of the strategies hold for compute-bound and
+# memory-bound kernels alike?
+
+# %%
+plot_fraction_aggregated(trace, optima, latencies, seconds_per_evaluation, by_kernel);
 
 # %% [markdown]
 # ## Methodology tables
 # The score against random search is 0 for random search and 1 for the optimum, averaged over evaluations
 # 1..budget, or over a uniform time grid up to the time random search needs for the budget (Willemsen et al.,
 # FGCS 2024). Over time it is unbounded below: where random search holds nearly the optimum within seconds (the
-# GEMM tasks, whose 15 compile workers make an evaluation cost about 0.04 s), a strategy that waits for a first
-# batch of 80 to 100 configs (DE, PatternSearch, LFBO) scores far below 0 for that wait.
+# H100 tasks, whose 14 or 15 compile workers make an evaluation cost 0.03 to 0.09 s), a strategy that waits for a
+# first batch of 80 to 100 configs (DE, PatternSearch, LFBO) scores far below 0 for that wait.
 #
 # Over all tasks: medians over tasks of the per-task medians over seeds (∞: not reached on half the tasks).
 
@@ -96,6 +108,12 @@ plot_fraction_aggregated(trace, optima, latencies, seconds_per_evaluation);
 summary = summarize(trace, optima, latencies, budgets=sorted({b for b in (50, 100, budget) if b <= budget}),
                     seconds_per_evaluation=seconds_per_evaluation)
 table_style(overview_table(summary))
+
+# %% [markdown]
+# Per kernel: the same medians over each kernel's tasks alone.
+
+# %%
+table_style(overview_table(summary, by_kernel))
 
 # %% [markdown]
 # Per task: medians over seeds, their 95 % confidence interval in brackets (order statistics; ∞: fewer than half

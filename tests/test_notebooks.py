@@ -1,7 +1,7 @@
 """The search-space and strategy notebooks run headless through papermill with tiny parameters and render their
 figures and tables.
 
-The strategy_comparison run writes a tiny study (2 strategies x 2 tasks x 2 seeds, budget 20) into a temporary
+The strategy_comparison run writes a tiny study (2 strategies x 3 tasks x 2 seeds, budget 20) into a temporary
 folder; sampled_configs then reads it, as `make report` does with the default study.
 """
 
@@ -18,8 +18,9 @@ from tunebench import report
 from tunebench.plots import StudyPlan
 
 GEMM = "results/datasets/matmul_bfloat16_h100.parquet"
+SOFTMAX = "results/datasets/softmax_bfloat16_h100.parquet"
 KERNEL_TUNER_A100 = "../shared/datasets/kerneltuner/convolution_A100.json.gz"
-TINY_STUDY = {"datasets": [GEMM, KERNEL_TUNER_A100], "shapes_per_dataset": 1, "strategies": ["random", "pattern"],
+TINY_STUDY = {"datasets": [GEMM, SOFTMAX, KERNEL_TUNER_A100], "shapes_per_dataset": 1, "strategies": ["random", "pattern"],
               "seeds": 2, "budget": 20}
 FIGURE = re.compile(r"<img[^>]*src=\"data:image/png;base64,")  # an embedded figure (the page's CSS has a PNG too)
 DATA_TABLE = re.compile(r"<table id=\"T_")  # a pandas Styler table (the run header's tables are not)
@@ -75,12 +76,13 @@ def test_strategy_comparison_writes_its_study_and_renders_traces_and_tables(tiny
     text, study_dir, trace_path = tiny_study
     assert trace_path.parent == study_dir and trace_path.is_file() and trace_path.with_suffix(".json").is_file()
     trace = pd.read_parquet(trace_path)
-    assert set(trace["strategy"]) == {"random", "pattern"} and trace["task"].nunique() == 2
+    assert set(trace["strategy"]) == {"random", "pattern"} and trace["task"].nunique() == 3
     assert trace.groupby(["strategy", "task", "seed"])["eval_index"].max().eq(20).all()
-    # per task vs evaluations, per task vs seconds, aggregated, failure shares
-    assert len(FIGURE.findall(text)) == 4
-    assert len(DATA_TABLE.findall(text)) == 4, "overview, per-task evaluations, per-task seconds, overhead"
-    assert "8 runs (2 strategies × 2 tasks × 2 seeds)" in text
+    # per task vs evaluations, per task vs seconds, aggregated, aggregated per kernel, failure shares
+    assert len(FIGURE.findall(text)) == 5
+    assert len(DATA_TABLE.findall(text)) == 5, "overview, per kernel, per-task evaluations, per-task seconds, overhead"
+    assert "12 runs (2 strategies × 3 tasks × 2 seeds)" in text
+    assert ">softmax</td>" in text and ">matmul</td>" in text, "the per-kernel table names each kernel"
     assert "NVIDIA A100-PCIE-40GB" in text and "NVIDIA H100 80GB HBM3" in text, "provenance of each dataset"
     assert "Traceback" not in text
 
@@ -111,3 +113,14 @@ def test_config_prediction_draws_efficiency_families_importances_and_traces(tmp_
     assert len(DATA_TABLE.findall(text)) == 1, "the per-family table"
     assert "M &lt; 8" in text or "M < 8" in text
     assert "Traceback" not in text
+
+
+def test_pipeline_selection_draws_winners_split_and_gains(tmp_path: Path) -> None:
+    # A short search per pipeline keeps the replay quick; the headlines are computed whatever it finds.
+    text = render("pipeline_selection.py", tmp_path, {"autotune_settings": {"evaluations_per_pipeline": 32}})
+    # winners' map, preprocess/matmul split, MLP steps and gains
+    assert len(FIGURE.findall(text)) == 3
+    assert len(DATA_TABLE.findall(text)) == 2, "MLP steps and gains over the dispatch"
+    assert "Fastest pipeline: " in text and "Preprocessing's share of the serial time" in text
+    assert "The autotuned dispatch is " in text and "NVIDIA H100 80GB HBM3" in text
+    assert "Traceback" not in text and "IProgress" not in text

@@ -166,6 +166,23 @@ def test_aggregated_figure_is_the_median_over_tasks_of_the_per_task_medians() ->
     assert any("25–75 % of the 3 tasks' medians" in text.get_text() for text in figure.legends[0].get_texts())
 
 
+def test_aggregated_figure_per_kernel_pools_each_kernels_tasks_alone() -> None:
+    trace = small_trace()
+    optima, latencies, seconds = references()
+    by_kernel = {"small": [TASKS[0].name], "large": [TASKS[1].name, TASKS[2].name]}
+    figure = plots.plot_fraction_aggregated(trace, optima, latencies, seconds, by_kernel)
+    assert len(figure.axes) == 4, "a row of (evaluations, time) per kernel"
+    small, _, large, _ = figure.axes  # a row per kernel in the given order, axes listed row by row
+    assert small.get_title() == "small (1 task)\nagainst unique evaluations"
+    assert large.get_title() == "large (2 tasks)\nagainst unique evaluations"
+    per_task = plots.fraction_curves(trace, optima)
+    beta = per_task[(per_task["strategy"] == "beta") & per_task["task"].isin(by_kernel["large"])]
+    (line,) = strategy_lines(large)["beta"]
+    assert np.allclose(line.get_ydata(), beta.groupby("x")["median"].median().to_numpy())
+    with pytest.raises(ValueError, match="no_such:1x1"):
+        plots.plot_fraction_aggregated(trace, optima, latencies, seconds, {"small": ["no_such:1x1"]})
+
+
 # -- PCA ----------------------------------------------------------------------------------------------------------
 
 def test_pca_is_fitted_on_the_whole_space_and_sampled_configs_are_placed_in_that_fit() -> None:
@@ -293,6 +310,19 @@ def test_methodology_tables_show_medians_with_intervals_and_never_reached_as_inf
     assert seconds_table.loc[seconds_table["strategy"] == "alpha", "seconds to 0.99"].iloc[0] == "1.1 [1.1, 1.1]"
     overview = plots.overview_table(summary)
     assert overview["strategy"].tolist() == ["alpha", "beta"], "best mean score first"
+
+
+def test_overview_per_kernel_is_the_overview_of_each_kernels_tasks() -> None:
+    trace = small_trace()
+    optima, latencies, seconds = references()
+    summary = metrics.summarize(trace, optima, latencies, budgets=(5, 12), seconds_per_evaluation=seconds)
+    by_kernel = {"small": [TASKS[0].name], "large": [TASKS[1].name, TASKS[2].name]}
+    table = plots.overview_table(summary, by_kernel)
+    assert table.columns[0] == "kernel" and table["kernel"].tolist() == ["small", "small", "large", "large"]
+    large = plots.overview_table(summary[summary["task"].isin(by_kernel["large"])])
+    pd.testing.assert_frame_equal(table[table["kernel"] == "large"].drop(columns="kernel").reset_index(drop=True),
+                                  large)
+    assert (table.loc[table["kernel"] == "large", "tasks"] == 2).all()
 
 
 def test_overhead_table_is_cpu_time_per_ask() -> None:

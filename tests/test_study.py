@@ -1,6 +1,7 @@
 """The study runner: budgets, free revisits, charged strategy time, determinism and resumption."""
 
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +11,10 @@ import pytest
 from tunebench.measure.result import Result, Status
 from tunebench.search.base import Strategy
 from tunebench.space import PowerOfTwo, Space
-from tunebench.study import Budget, Task, run_search, run_study, task_references, tasks_of
+from tunebench.study import Budget, Task, run_search, run_study, task_references, tasks_by_kernel, tasks_of
 
-KT_A100 = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "kerneltuner" / "convolution_A100.json.gz"
+REPO = Path(__file__).resolve().parents[1]
+KT_A100 = REPO.parent / "shared" / "datasets" / "kerneltuner" / "convolution_A100.json.gz"
 SPACE = Space([PowerOfTwo("x", 1, 64), PowerOfTwo("y", 1, 64)])
 
 
@@ -96,6 +98,28 @@ def test_study_is_deterministic_resumable_and_complete(kt_task, tmp_path):
     measured = ["time_s", "strategy_s"]
     pd.testing.assert_frame_equal(first.drop(columns=measured), again.drop(columns=measured))
     assert all(path.stat().st_mtime_ns == stamps[path] for path in runs[1:])
+
+
+def test_a_grown_study_takes_the_runs_its_trace_table_holds_and_replays_only_the_new_ones(kt_task, tmp_path):
+    out = tmp_path / "study.parquet"
+    first = run_study(["random"], kt_task, [0], Budget(evaluations=20), out, workers=1, progress=False)
+    shutil.rmtree(tmp_path / "study.runs")  # as a committed trace table is kept without its run files
+    pd.read_parquet(out).assign(time_s=-1.0).to_parquet(out)  # a mark that only the table carries
+    grown = run_study(["random"], kt_task, [0, 1], Budget(evaluations=20), out, workers=1, progress=False)
+    assert (grown.loc[grown.seed == 0, "time_s"] == -1.0).all(), "seed 0 was taken from the table, not replayed"
+    assert (grown.loc[grown.seed == 1, "time_s"] > 0).all() and len(grown) == 2 * len(first)
+    shutil.rmtree(tmp_path / "study.runs")
+    with pytest.raises(ValueError, match="more than this study's budget of 10"):
+        run_study(["random"], kt_task, [0], Budget(evaluations=10), out, workers=1, progress=False)
+
+
+def test_tasks_are_grouped_by_the_kernel_their_dataset_records(kt_task):
+    rowwise = [tasks_of(REPO / "results" / "datasets" / f"{kernel}_bfloat16_h100.parquet")[:2]
+               for kernel in ("layernorm", "softmax")]
+    groups = tasks_by_kernel([*rowwise[0], *kt_task, *rowwise[1]])
+    assert list(groups) == ["layernorm", "kerneltuner/convolution_kernel", "softmax"]
+    assert groups["softmax"] == [task.name for task in rowwise[1]]
+    assert groups["kerneltuner/convolution_kernel"] == [kt_task[0].name]
 
 
 def test_unknown_strategy_and_shape(kt_task, tmp_path):

@@ -239,40 +239,59 @@ def plot_fraction_per_task(trace: pd.DataFrame, optima: Mapping[str, float], lat
 
 
 def plot_fraction_aggregated(trace: pd.DataFrame, optima: Mapping[str, float], latencies: Mapping[str, np.ndarray],
-                             seconds_per_evaluation: Mapping[str, float]) -> Figure:
+                             seconds_per_evaluation: Mapping[str, float],
+                             by_kernel: Mapping[str, Sequence[str]] | None = None) -> Figure:
     """Over all tasks: the median over tasks of each task's median over seeds, band 25-75 % of tasks; left
     against unique evaluations, right against simulated time in units of each task's seconds per random
-    evaluation (tasks differ a hundredfold in seconds, so raw seconds cannot be pooled)."""
+    evaluation (tasks differ a hundredfold in seconds, so raw seconds cannot be pooled). With `by_kernel` (kernel ->
+    its task names, as `study.tasks_by_kernel`), a row of the two panels per kernel, over its tasks alone."""
     colors = strategy_colors(_strategies_of(trace))
     budgets = _budgets(trace)
-    figure, axes = plt.subplots(1, 2, figsize=(2 * PANEL_WIDTH + 1.5, PANEL_HEIGHT + 1.3), sharey=True,
-                                layout="constrained")
     tasks = list(dict.fromkeys(trace["task"]))
+    if by_kernel is not None:
+        _check_tasks(by_kernel, trace["task"])
+    groups = {"all": tasks} if by_kernel is None else by_kernel
+    figure, axes = plt.subplots(len(groups), 2, figsize=(2 * PANEL_WIDTH + 1.5, PANEL_HEIGHT * len(groups) + 1.3),
+                                sharey=True, squeeze=False, layout="constrained")
     medians = []
-    for ax, over in zip(axes, ("evaluations", "seconds")):
+    for column, over in enumerate(("evaluations", "seconds")):
         unit = seconds_per_evaluation if over == "seconds" else None
         per_task = fraction_curves(trace, optima, over=over, time_unit_s=unit)
-        pooled = per_task.groupby(["strategy", "x"], sort=False)["median"]
-        curves = pd.DataFrame({"median": pooled.median(), "low": pooled.quantile(0.25),
-                               "high": pooled.quantile(0.75)}).reset_index()
-        _draw_curves(ax, curves, colors)
-        x = np.sort(curves["x"].unique())
-        baseline = np.median([random_curve(latencies[task], optima[task], x, over="evaluations" if unit is None
-                                           else "seconds", seconds_per_evaluation=1.0, budget=int(budgets[task]))
-                              for task in tasks], axis=0)
-        ax.plot(x, baseline, **RANDOM_STYLE)
-        ax.set_xlabel(_x_label(over, normalized=True))
-        medians += [curve["median"].to_numpy() for _, curve in curves.groupby("strategy")] + [baseline]
+        for ax, (kernel, members) in zip(axes[:, column], groups.items()):
+            pooled = per_task[per_task["task"].isin(members)].groupby(["strategy", "x"], sort=False)["median"]
+            curves = pd.DataFrame({"median": pooled.median(), "low": pooled.quantile(0.25),
+                                   "high": pooled.quantile(0.75)}).reset_index()
+            _draw_curves(ax, curves, colors)
+            x = np.sort(curves["x"].unique())
+            baseline = np.median([random_curve(latencies[task], optima[task], x, over=over, seconds_per_evaluation=1.0,
+                                               budget=int(budgets[task])) for task in members], axis=0)
+            ax.plot(x, baseline, **RANDOM_STYLE)
+            ax.set_xlabel(_x_label(over, normalized=True))
+            against = "against unique evaluations" if over == "evaluations" else "against simulated time"
+            tasks_text = f"{len(members)} task{'s' if len(members) > 1 else ''}"
+            ax.set_title(against if by_kernel is None else f"{kernel} ({tasks_text})\n{against}", fontsize="medium")
+            medians += [curve["median"].to_numpy() for _, curve in curves.groupby("strategy")] + [baseline]
     floor = _y_floor(medians)
-    for ax in axes:
+    for ax in axes.ravel():
         _finish_fraction_axes(ax, floor)
-    axes[0].set_ylabel(FRACTION_LABEL)
-    axes[0].set_title("against unique evaluations", fontsize="medium")
-    axes[1].set_title("against simulated time", fontsize="medium")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(FRACTION_LABEL)
     seeds = int(trace.groupby(["strategy", "task"])["seed"].nunique().max())
-    figure.suptitle(f"Over {len(tasks)} tasks: median over tasks of the per-task medians over {seeds} seeds")
-    _legend(figure, colors, band_label("quartiles", 0.5, f"the {len(tasks)} tasks' medians"))
+    if by_kernel is None:
+        figure.suptitle(f"Over {len(tasks)} tasks: median over tasks of the per-task medians over {seeds} seeds")
+        band = band_label("quartiles", 0.5, f"the {len(tasks)} tasks' medians")
+    else:
+        figure.suptitle(f"Per kernel: median over its tasks of the per-task medians over {seeds} seeds")
+        band = band_label("quartiles", 0.5, "the kernel's tasks' medians")
+    _legend(figure, colors, band)
     return figure
+
+
+def _check_tasks(by_kernel: Mapping[str, Sequence[str]], tasks: pd.Series) -> None:
+    known = set(tasks)
+    unknown = [name for names in by_kernel.values() for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"tasks {unknown} of by_kernel are not in the study; its tasks: {', '.join(tasks.unique())}")
 
 
 # -- PCA of the sampled configs ------------------------------------------------------------------------------------
@@ -756,10 +775,16 @@ def methodology_table(summary: pd.DataFrame, *, kind: str = "evals", tasks: Sequ
     return pd.DataFrame(rows)
 
 
-def overview_table(summary: pd.DataFrame) -> pd.DataFrame:
+def overview_table(summary: pd.DataFrame, by_kernel: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
     """Per strategy, over tasks, as text: the median over tasks of the per-task medians (fraction of optimum at
     each budget, evaluations to the highest target; ∞: not reached on half the tasks) and of the mean score
-    (over evaluations and, where summarized, over time), best mean score first."""
+    (over evaluations and, where summarized, over time), best mean score first. With `by_kernel` (kernel -> its
+    task names, as `study.tasks_by_kernel`), the same over each kernel's tasks alone, a block of rows per kernel."""
+    if by_kernel is not None:
+        _check_tasks(by_kernel, summary["task"])
+        table = pd.concat([overview_table(summary[summary["task"].isin(names)]).assign(kernel=kernel)
+                           for kernel, names in by_kernel.items()], ignore_index=True)
+        return table[["kernel", *table.columns.drop("kernel")]]
     budgets = sorted(int(column.split("_")[-1]) for column in summary.columns if column.startswith("fraction_at_"))
     target = max((column.split("_")[-1] for column in summary.columns
                   if column.startswith("evals_to_") and not column.endswith(("_low", "_high"))), key=float)

@@ -57,6 +57,11 @@ class Task:
     def name(self) -> str:
         return f"{Path(self.dataset).name.split('.')[0]}:{'x'.join(map(str, self.shape))}"
 
+    @property
+    def kernel(self) -> str:
+        """The kernel its dataset records ("matmul", "softmax", "kerneltuner/convolution_kernel", ...)."""
+        return _cached_dataset(self.dataset).kernel
+
 
 def open_dataset(path: str | os.PathLike[str]) -> Dataset:
     """A tunebench parquet dataset, or a Kernel Tuner cache (.json / .json.gz)."""
@@ -84,6 +89,14 @@ def tasks_of(path: str | os.PathLike[str], shapes: Sequence[Sequence[int]] | Non
     if missing:
         raise ValueError(f"shapes {missing} are not recorded in {path}; recorded: {recorded}")
     return [Task(str(path), shape) for shape in chosen]
+
+
+def tasks_by_kernel(tasks: Sequence[Task]) -> dict[str, list[str]]:
+    """Task names grouped by the kernel their dataset records, kernels and tasks in their order in `tasks`."""
+    groups: dict[str, list[str]] = {}
+    for task in tasks:
+        groups.setdefault(task.kernel, []).append(task.name)
+    return groups
 
 
 def run_search(strategy: Strategy, evaluator: Evaluator, budget: Budget) -> pd.DataFrame:
@@ -178,11 +191,29 @@ def replay_run(run: Run, budget: Budget, mode: str = "deterministic") -> pd.Data
 
 
 def _replay_to_file(run: Run, budget: Budget, mode: str, path: Path) -> Path:
-    trace = replay_run(run, budget, mode)
-    temporary = path.with_suffix(".tmp")
-    trace.to_parquet(temporary, index=False)
-    os.replace(temporary, path)
+    _write_parquet(replay_run(run, budget, mode), path)
     return path
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    temporary = path.with_suffix(".tmp")
+    frame.to_parquet(temporary, index=False)
+    os.replace(temporary, path)
+
+
+def _reuse_trace_table(out: Path, missing: Sequence[Run], runs_dir: Path, budget: Budget) -> None:
+    """Write the run file of each missing run that the trace table at `out` holds."""
+    if not missing or not out.is_file():
+        return
+    wanted = {(run.strategy, run.task.name, run.seed): run for run in missing}
+    for (strategy, task, seed), rows in pd.read_parquet(out).groupby(["strategy", "task", "seed"], sort=False):
+        run = wanted.get((strategy, task, int(seed)))
+        if run is None:
+            continue
+        if budget.evaluations is not None and rows["eval_index"].max() > budget.evaluations:
+            raise ValueError(f"{out} holds run {run.file_name} with {rows['eval_index'].max()} evaluations, more than "
+                             f"this study's budget of {budget.evaluations}: it is another study's trace table")
+        _write_parquet(rows.reset_index(drop=True), runs_dir / run.file_name)
 
 
 def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[int], budget: Budget, out: Path, *,
@@ -190,8 +221,10 @@ def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[
               settings: Mapping[str, Mapping[str, Any]] | None = None, progress: bool = True) -> pd.DataFrame:
     """Every strategy on every task for every seed, replayed; the trace table is written to `out` (parquet).
 
-    Each run is saved under `<out>.runs/` as it finishes, so a killed study resumes where it stopped.
-    `settings` maps a strategy name to overrides of its defaults.
+    Each run is saved under `<out>.runs/` as it finishes, so a killed study resumes where it stopped; a run that
+    the trace table already at `out` holds is taken from it (the table is kept where the run files are not), so a
+    study grown by a task or a seed replays only the new runs. Reused runs are assumed to share this study's budget,
+    evaluator mode and settings, as run files are. `settings` maps a strategy name to overrides of its defaults.
     """
     from tqdm import tqdm
 
@@ -204,6 +237,7 @@ def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[
     runs_dir = out.with_suffix(".runs")
     runs_dir.mkdir(parents=True, exist_ok=True)
     runs = [Run(name, task, seed, settings.get(name, {})) for name in strategies for task in tasks for seed in seeds]
+    _reuse_trace_table(out, [run for run in runs if not (runs_dir / run.file_name).exists()], runs_dir, budget)
     todo = [run for run in runs if not (runs_dir / run.file_name).exists()]
     workers = workers or os.cpu_count() or 1
     with tqdm(total=len(runs), initial=len(runs) - len(todo), unit="run", disable=not progress) as bar:
@@ -218,9 +252,7 @@ def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[
                     future.result()
                     bar.update(1)
     trace = pd.concat([pd.read_parquet(runs_dir / run.file_name) for run in runs], ignore_index=True)
-    temporary = out.with_suffix(".tmp")
-    trace.to_parquet(temporary, index=False)
-    os.replace(temporary, out)
+    _write_parquet(trace, out)
     return trace
 
 
