@@ -365,5 +365,5 @@ def test_live_backend_points_at_the_live_evaluator_and_bad_settings_are_errors()
 
 def test_resolve_dataset_reaches_the_shared_folder_beside_the_repository() -> None:
     shared = report.REPO_ROOT.parent / "shared"
-    assert plots.resolve_dataset("../shared/datasets/x.json.gz") == shared / "datasets" / "x.json.gz"
+    assert plots.resolve_dataset("../shared/datasets/x.json.gz") == (shared / "datasets" / "x.json.gz").resolve()
     assert plots.resolve_dataset("/abs/y.parquet") == Path("/abs/y.parquet")
