@@ -18,47 +18,21 @@ import pytest
 
 from tunebench.collect import Journal, parse_shapes, sweep
 from tunebench.measure.dataset import load_dataset
-from tunebench.measure.result import Result, Status
+
+import stand_in_bench
 
 TESTS = Path(__file__).resolve().parent
 SHAPES = [(3, 32, 48), (5, 64, 32)]
 
 
-class StandInBench:
-    """Answers like GpuBench with latencies computed from the config, slowly enough to be killed mid-sweep."""
+class StandInBench(stand_in_bench.StandInBench):
+    """Matmul latencies from the config; split-K 8 fails to compile."""
 
-    def __init__(self, kernel_name, dtype, *, compile_workers=None, timing=None, seed=0, known_compile_s=None,
-                 on_compile=None):
-        from tunebench.kernels import get_kernel
+    def latency_ms(self, config, shape):
+        return config["BLOCK_M"] * 0.001 + config["num_stages"] * 0.01 + shape[0] * 0.1
 
-        self.space = get_kernel(kernel_name).config_space()
-        self.on_compile = on_compile
-        self.delay_s = float(os.environ.get("STAND_IN_DELAY_S", "0"))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-    def provenance(self, command=()):
-        return {"gpu_name": "stand-in", "command": " ".join(command), "date": time.time(),
-                "timing": {"delay_s": self.delay_s}}
-
-    def measure_vendor(self, shape):
-        return Result({}, Status.OK, latency_ms=1.0, repeats_ms=(1.0, 1.0, 1.0), bench_s=0.01)
-
-    def measure_iter(self, configs, shape, deadline=None):
-        for index, config in enumerate(configs):
-            time.sleep(self.delay_s)
-            if self.on_compile is not None:
-                self.on_compile((True,), self.space.key(config), 0.5)
-            if config["SPLIT_K"] == 8:
-                yield index, Result(dict(config), Status.COMPILE_ERROR, compile_s=0.5, error="stand-in failure")
-                continue
-            latency = config["BLOCK_M"] * 0.001 + config["num_stages"] * 0.01 + shape[0] * 0.1
-            yield index, Result(dict(config), Status.OK, latency_ms=latency, repeats_ms=(latency,) * 3,
-                                compile_s=0.5, bench_s=0.02)
+    def fails_to_compile(self, config):
+        return config["SPLIT_K"] == 8
 
 
 def test_parse_shapes():

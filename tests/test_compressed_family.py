@@ -14,7 +14,8 @@ from tunebench.kernels.compressed_matmul import family, reconstruct
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.measure.dataset import load_dataset
 from tunebench.measure.replay import ReplayEvaluator
-from tunebench.measure.result import Result, Status
+
+import stand_in_bench
 
 SPACE = family.config_space()
 CONFIGS = SPACE.enumerate()
@@ -100,30 +101,12 @@ def test_gpu_every_pipeline_and_share_through_the_family():
             assert family.relative_error(inputs.out, reference) <= family.TOLERANCE["bfloat16"], config
 
 
-class StandInBench:
-    """Answers like GpuBench, with latencies computed from the config (no GPU)."""
+class StandInBench(stand_in_bench.StandInBench):
+    """Step latencies from the pipeline, the tile, the SM share and the batch."""
 
-    def __init__(self, kernel_name, dtype, **settings):
-        self.space = get_kernel(kernel_name).config_space()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-    def provenance(self, command=()):
-        return {"gpu_name": "stand-in", "command": " ".join(command), "compile_workers": 4}
-
-    def measure_vendor(self, shape):
-        return Result({}, Status.OK, latency_ms=1.0, repeats_ms=(1.0,) * 3, bench_s=0.01)
-
-    def measure_iter(self, configs, shape, deadline=None):
-        for index, config in enumerate(configs):
-            latency = (PIPELINES.index(config["pipeline"]) + 1) * (1 + config["BLOCK_M"] / 128) \
-                + 100 / config["decode_sm_percent"] + math.log(shape[0])
-            yield index, Result(dict(config), Status.OK, latency_ms=latency, repeats_ms=(latency,) * 3,
-                                compile_s=0.5, bench_s=0.02)
+    def latency_ms(self, config, shape):
+        return (PIPELINES.index(config["pipeline"]) + 1) * (1 + config["BLOCK_M"] / 128) \
+            + 100 / config["decode_sm_percent"] + math.log(shape[0])
 
 
 def test_collector_replay_and_search_run_unchanged(tmp_path):

@@ -15,7 +15,9 @@ from tunebench.collect import sweep
 from tunebench.kernels import KERNEL_INTERFACE, get_kernel, rowwise, softmax
 from tunebench.measure.dataset import load_dataset
 from tunebench.measure.replay import ReplayEvaluator
-from tunebench.measure.result import Result, Status
+from tunebench.measure.result import Status
+
+import stand_in_bench
 
 SPACE = softmax.config_space()
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -196,33 +198,14 @@ def test_gpu_compile_only_builds_the_binary_that_run_launches():
 
 # --- a row-wise sweep through the collector, the dataset file and replay ------------------------------------------
 
-class StandInBench:
-    """Answers like GpuBench with latencies computed from the config; configs that evict first fail to compile."""
+class StandInBench(stand_in_bench.StandInBench):
+    """Latencies from the config; configs that evict first fail to compile."""
 
-    def __init__(self, kernel_name, dtype, *, compile_workers=None, timing=None, seed=0, known_compile_s=None,
-                 on_compile=None):
-        self.space = get_kernel(kernel_name).config_space()
+    def latency_ms(self, config, shape):
+        return shape[0] * 1e-3 + config["BLOCK_SIZE"] * 1e-6 + (0.0 if config["PERSISTENT"] else 0.5)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-    def provenance(self, command=()):
-        return {"gpu_name": "stand-in", "command": " ".join(command), "compile_workers": 2}
-
-    def measure_vendor(self, shape):
-        return Result({}, Status.OK, latency_ms=1.0, repeats_ms=(1.0, 1.0, 1.0), bench_s=0.01)
-
-    def measure_iter(self, configs, shape, deadline=None):
-        for index, config in enumerate(configs):
-            if config["EVICTION_POLICY"] == "evict_first":
-                yield index, Result(dict(config), Status.COMPILE_ERROR, compile_s=0.5, error="stand-in failure")
-                continue
-            latency = shape[0] * 1e-3 + config["BLOCK_SIZE"] * 1e-6 + (0.0 if config["PERSISTENT"] else 0.5)
-            yield index, Result(dict(config), Status.OK, latency_ms=latency, repeats_ms=(latency,) * 3,
-                                compile_s=0.5, bench_s=0.02)
+    def fails_to_compile(self, config):
+        return config["EVICTION_POLICY"] == "evict_first"
 
 
 SWEPT_SHAPES = [(4, 3000), (16, 4096)]
