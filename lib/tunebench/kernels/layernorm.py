@@ -143,12 +143,7 @@ def config_space(limits: rowwise.DeviceLimits = rowwise.HOPPER) -> Space:
     return rowwise.config_space(NAME, COLUMN_VECTORS, limits)
 
 
-# What a user who does not tune would pick: the whole row of a typical hidden size (up to 8192) in registers, one
-# row per program, 8 warps, no pipelining or unrolling, default caching, one program per row.
-DEFAULT_CONFIG = {
-    "BLOCK_SIZE": 8192, "ROW_IN_REGISTERS": True, "ROWS_PER_PROGRAM": 1, "num_warps": 8, "num_stages": 1,
-    "LOOP_UNROLL": 1, "EVICTION_POLICY": "", "PERSISTENT": False, "PROGRAMS_PER_SM": 1,
-}
+DEFAULT_CONFIG = rowwise.DEFAULT_CONFIG  # an untuned user's pick (rowwise says which)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -128,6 +128,15 @@ def _programs_fit_on_an_sm(config: Mapping[str, Any], usage: ResourceUsage, limi
             and programs * 32 * warps * usage.registers_per_thread <= limits.registers_per_sm)
 
 
+# What a user who does not tune would pick, for layer norm and softmax alike: the whole row of a typical hidden size
+# (up to 8192) in registers, one row per program, the 8 warps of Triton's fused-softmax tutorial (without its
+# persistent grid), no pipelining or unrolling, default caching.
+DEFAULT_CONFIG = {
+    "BLOCK_SIZE": 8192, "ROW_IN_REGISTERS": True, "ROWS_PER_PROGRAM": 1, "num_warps": 8, "num_stages": 1,
+    "LOOP_UNROLL": 1, "EVICTION_POLICY": "", "PERSISTENT": False, "PROGRAMS_PER_SM": 1,
+}
+
+
 def config_space(name: str, column_vectors: int, limits: DeviceLimits = HOPPER,
                  registers: RegisterModel = REGISTERS) -> Space:
     """The row-wise config space of kernel family `name`, pruned by the resource model for `limits`."""
