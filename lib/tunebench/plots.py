@@ -8,7 +8,6 @@ import json
 import math
 import os
 import time
-import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -48,9 +47,6 @@ DATASHEET_BANDWIDTH = {"NVIDIA H100 80GB HBM3": (3.35e12, "H100 SXM datasheet HB
 MEASURED_BANDWIDTH_KEY = "memory_bandwidth_bytes_per_s"
 OPTIMUM_COLOR = "#d62728"
 LATENCY_CMAP = "viridis_r"  # the fastest configs bright
-# Optuna imports tqdm.auto, which in a notebook kernel without ipywidgets warns that it falls back to text bars;
-# the notebooks draw no progress bars, so the warning would only clutter every report.
-warnings.filterwarnings("ignore", message="IProgress not found")
 
 
 def strategy_colors(strategies: Sequence[str]) -> dict[str, tuple]:
