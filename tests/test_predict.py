@@ -17,6 +17,7 @@ from tunebench.measure.result import Result, Status
 from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, feature_names, feature_row, features,
                                fit_predictor, grouped_folds, load_predictor, read_header, save_predictor,
                                select_ranker, training_data)
+from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
 from tunebench.predict.features import config_columns, encode_columns
 from tunebench.predict.model import ConfigRanker, portfolio, restrict
 from tunebench.predict.transfer import combine, transfer_efficiency
@@ -96,6 +97,23 @@ def test_interaction_features_by_hand(data):
     assert row["K_divisible_16"] == 0 and row["N_divisible_16"] == 0 and row["BLOCK_M"] == 6  # the space encodes log2
 
 
+def test_load_features_count_unvectorized_operands_element_by_element(data):
+    """A's rows are K apart, B's and C's N apart: an operand whose stride is not a multiple of 16 is loaded one
+    element per instruction instead of 8 (16 bytes of bf16)."""
+    config = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 4,
+              "num_stages": 3}
+    names = feature_names(data.space)
+    aligned, k_odd, n_odd = (dict(zip(names, feature_row(shape, config, data.space, "bfloat16")))
+                             for shape in ((256, 4096, 4096), (256, 4096, 4095), (256, 4095, 4096)))
+    assert aligned["a_loads_per_thread"] == 64 * 32 / (8 * 128) and aligned["b_loads_per_thread"] == 32 * 128 / (8 * 128)
+    assert k_odd["a_loads_per_thread"] == 8 * aligned["a_loads_per_thread"]
+    assert k_odd["b_loads_per_thread"] == aligned["b_loads_per_thread"]
+    assert n_odd["b_loads_per_thread"] == 8 * aligned["b_loads_per_thread"]
+    per_program = (2 + 4) * 128 + 64 * 128 / (8 * 128)  # A and B per K iteration, 128 iterations, then the C store
+    assert aligned["log2_loads_per_program"] == pytest.approx(math.log2(per_program))
+    assert aligned["log2_load_instructions_per_sm"] == pytest.approx(math.log2(4 * 32 * per_program * 4 / 132))
+
+
 @pytest.mark.parametrize("shape", [(0, 4096, 4096), (16, 0, 4096), (16, 4096, -3)])
 def test_zero_or_negative_dimension_is_an_error(data, predictor, shape):
     config = dict(zip(data.space.names, map(int, data.candidates[0])))
@@ -116,6 +134,26 @@ def test_unknown_or_other_dtype_is_an_error(data, predictor):
 
 
 # -- protocol ----------------------------------------------------------------------------------------------------
+
+def test_best_of_top_k_keeps_the_fastest_of_the_k_highest_scored():
+    latency = np.array([[2.0, 1.0, 4.0, 8.0], [1.0, 3.0, 2.0, 6.0]])
+    scores = np.array([[4.0, 1.0, 3.0, 2.0], [0.0, 3.0, 2.0, 1.0]])
+    np.testing.assert_allclose(best_of_top_k(scores, latency, 1), [0.5, 1 / 3])
+    np.testing.assert_allclose(best_of_top_k(scores, latency, 2), [0.5, 0.5])
+    np.testing.assert_allclose(best_of_top_k(scores, latency, 4), [1.0, 1.0])
+
+
+def test_retest_judges_each_sittings_best_by_the_other():
+    def sitting(latencies, statuses=("ok", "ok", "ok")):
+        return pd.DataFrame({"M": 1, "N": 2, "K": 3, "BLOCK_M": [16, 32, 64], "status": list(statuses),
+                             "latency_ms": latencies})
+    table = retest_efficiency(sitting([1.0, 1.1, 2.0]), sitting([1.2, 1.0, 2.0]), ["M", "N", "K", "BLOCK_M"])
+    assert table.loc[0, "first_best_judged_by_second"] == pytest.approx(1.0 / 1.2)
+    assert table.loc[0, "second_best_judged_by_first"] == pytest.approx(1.0 / 1.1)
+    failed = retest_efficiency(sitting([1.0, 1.1, 2.0]), sitting([1.2, 1.0, 2.0], ("failed", "ok", "ok")),
+                               ["M", "N", "K", "BLOCK_M"])
+    assert failed.loc[0, "configs"] == 2 and failed.loc[0, "first_best_judged_by_second"] == 1.0
+
 
 def test_grouped_folds_never_put_a_shape_in_train_and_test(data):
     folds = grouped_folds(data.group, 5)

@@ -16,6 +16,8 @@ from tunebench.space import ConfigError, Space
 
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
 DIVISOR = 16  # Triton specializes N, K and the strides on divisibility by 16 (vectorized loads)
+VECTOR_BYTES = 16  # widest global load or store per thread; an operand whose row stride is not a multiple of DIVISOR
+# elements is accessed one element at a time (`benchmarks/rowwise_vectorization.py` shows it in the PTX)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ INTERACTION_FEATURES = (
     "tiles_m", "tiles_n", "programs", "log2_programs", "fill_last_tile_m", "fill_last_tile_n", "waves",
     "last_wave_fraction", "k_iterations", "shared_memory_per_program", "programs_per_sm", "occupancy_waves",
     "padding_waste", "tile_intensity", "split_k_traffic_ratio",
+    "a_loads_per_thread", "b_loads_per_thread", "loads_per_thread_per_iteration", "log2_loads_per_program",
+    "log2_load_instructions_per_sm", "log2_mma_per_sm", "log2_mma_per_sm_whole_waves",
 )
 
 
@@ -139,6 +143,15 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
     padded = (tiles_m * block_m) * (tiles_n * block_n) * (k_iterations * block_k * split_k)
     # Split-K adds an fp32 workspace: zeroed, atomically accumulated by every split, read and cast back.
     split_k_bytes = np.where(split_k > 1, m * n * 4 * (split_k + 2) + m * n * element_bytes, 0.0)
+    # Load instructions: A's rows are K apart and B's and C's N apart, so each is vectorized only when that is a
+    # multiple of DIVISOR; per thread per K iteration, per program (with the C store), and per SM over the grid.
+    vector = VECTOR_BYTES // element_bytes
+    vector_a = np.where(np.mod(k, DIVISOR) == 0, vector, 1.0)
+    vector_bn = np.where(np.mod(n, DIVISOR) == 0, vector, 1.0)
+    threads = 32.0 * warps
+    a_loads, b_loads = block_m * block_k / (vector_a * threads), block_k * block_n / (vector_bn * threads)
+    loads_per_program = (a_loads + b_loads) * k_iterations + block_m * block_n / (vector_bn * threads)
+    multiply_adds = block_m * block_n * block_k * k_iterations  # per program
     interaction = [
         tiles_m, tiles_n, programs, np.log2(programs),
         np.mod(m, block_m) / block_m, np.mod(n, block_n) / block_n,
@@ -147,6 +160,10 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
         1.0 - m * n * k / padded,
         block_m * block_n / (block_m + block_n),
         split_k_bytes / minimum_bytes,
+        a_loads, b_loads, a_loads + b_loads, np.log2(loads_per_program),
+        np.log2(programs * loads_per_program * warps / hardware.sm_count),
+        np.log2(programs * multiply_adds / hardware.sm_count),
+        np.log2(np.ceil(waves) * multiply_adds),
     ]
     return np.column_stack([*problem, encoded, *interaction])
 

@@ -23,7 +23,7 @@ from tunebench.space import Space
 
 OBJECTIVES = ("throughput", "relative")
 # A row whose repeats spread over more than this fraction of their median ((max - min) / median) was disturbed
-# while it was timed (9 % of the prediction dataset's rows; some run 20x slower than the same config on a
+# while it was timed (0.03 % of the prediction dataset's rows; some run 20x slower than the same config on a
 # neighbouring shape). Such rows are left out of training; evaluation always uses every recorded row.
 MAX_TRAINING_SPREAD = 0.5
 
