@@ -4,6 +4,8 @@ measured best of the candidates; summaries over shapes and shape families.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
@@ -33,6 +35,29 @@ def top_k_hits(scores: np.ndarray, latency_ms: np.ndarray, k: int) -> np.ndarray
     order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
     best = np.argmin(latency_ms, axis=1)
     return (order == best[:, None]).any(axis=1)
+
+
+def best_of_top_k(scores: np.ndarray, latency_ms: np.ndarray, k: int) -> np.ndarray:
+    """Per shape: best measured latency / the best measured latency among the k highest scored candidates, the
+    efficiency of timing the model's top k on the GPU and keeping the fastest (up to timing noise)."""
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return latency_ms.min(axis=1) / np.take_along_axis(latency_ms, order, axis=1).min(axis=1)
+
+
+def retest_efficiency(first: pd.DataFrame, second: pd.DataFrame, keys: Sequence[str],
+                      shape_names: Sequence[str] = ("M", "N", "K")) -> pd.DataFrame:
+    """Per shape timed in two sittings (measurement tables with `keys` columns, `status` and `latency_ms`), the
+    efficiency of each sitting's best config judged by the other sitting's timings: what a perfect predictor is
+    credited with when the truth is one sitting. Configs that failed in either sitting are left out."""
+    joined = first.merge(second, on=list(keys), suffixes=("_first", "_second"))
+    joined = joined[(joined["status_first"] == "ok") & (joined["status_second"] == "ok")]
+    rows = []
+    for shape, group in joined.groupby(list(shape_names)):
+        one, two = group["latency_ms_first"].to_numpy(), group["latency_ms_second"].to_numpy()
+        rows.append({**dict(zip(shape_names, shape)), "configs": len(group), "best_ms_first": one.min(),
+                     "first_best_judged_by_second": two.min() / two[np.argmin(one)],
+                     "second_best_judged_by_first": one.min() / one[np.argmin(two)]})
+    return pd.DataFrame(rows)
 
 
 def grouped_folds(group: np.ndarray, n_splits: int) -> list[tuple[np.ndarray, np.ndarray]]:
