@@ -105,7 +105,8 @@ def test_load_features_count_unvectorized_operands_element_by_element(data):
     names = feature_names(data.space)
     aligned, k_odd, n_odd = (dict(zip(names, feature_row(shape, config, data.space, "bfloat16")))
                              for shape in ((256, 4096, 4096), (256, 4096, 4095), (256, 4095, 4096)))
-    assert aligned["a_loads_per_thread"] == 64 * 32 / (8 * 128) and aligned["b_loads_per_thread"] == 32 * 128 / (8 * 128)
+    assert aligned["a_loads_per_thread"] == 64 * 32 / (8 * 128)
+    assert aligned["b_loads_per_thread"] == 32 * 128 / (8 * 128)
     assert k_odd["a_loads_per_thread"] == 8 * aligned["a_loads_per_thread"]
     assert k_odd["b_loads_per_thread"] == aligned["b_loads_per_thread"]
     assert n_odd["b_loads_per_thread"] == 8 * aligned["b_loads_per_thread"]
