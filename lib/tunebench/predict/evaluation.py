@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
+from tunebench.measure.result import Status
+
 # Shape families by M, the one definition used everywhere: (name, lowest M, highest M + 1).
 FAMILIES = (("M < 8", 1, 8), ("8 <= M < 128", 8, 128), ("128 <= M < 1024", 128, 1024), ("M >= 1024", 1024, None))
 TOP_K = (1, 5)
@@ -50,7 +52,7 @@ def retest_efficiency(first: pd.DataFrame, second: pd.DataFrame, keys: Sequence[
     efficiency of each sitting's best config judged by the other sitting's timings: what a perfect predictor is
     credited with when the truth is one sitting. Configs that failed in either sitting are left out."""
     joined = first.merge(second, on=list(keys), suffixes=("_first", "_second"))
-    joined = joined[(joined["status_first"] == "ok") & (joined["status_second"] == "ok")]
+    joined = joined[(joined["status_first"] == Status.OK.value) & (joined["status_second"] == Status.OK.value)]
     rows = []
     for shape, group in joined.groupby(list(shape_names)):
         one, two = group["latency_ms_first"].to_numpy(), group["latency_ms_second"].to_numpy()

@@ -1,0 +1,64 @@
+"""The prediction features' load counts are the compiler's: the GEMM compiled for sm_90 (on the CPU, no GPU) loads an
+operand whose row stride is off multiples of 16 one bf16 element per instruction, exactly as many per thread as
+`a_loads_per_thread` / `b_loads_per_thread` count, and stores C element by element when N is off. The suite runs
+Triton's interpreter, which cannot compile, so the compile runs in a subprocess: this file run as a script."""
+
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from tunebench.kernels import matmul
+from tunebench.predict import feature_names, feature_row
+from tunebench.space import Space
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 4, "num_stages": 3}
+
+
+def scalar_accesses(n: int, k: int) -> collections.Counter:
+    """2-byte global loads and stores in the PTX of the kernel specialized as a launch with these N and K would be."""
+    constants = {name: CONFIG[name] for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K")}
+    constants |= {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1}
+    values = {"N": n, "K": k, "stride_am": k, "stride_bk": n, "stride_cm": n}
+    signature, attributes = {}, {}
+    for index, name in enumerate(matmul.matmul_kernel.arg_names):
+        if name in constants:
+            signature[name] = "constexpr"
+        elif index < 3:
+            signature[name], attributes[(index,)] = "*bf16", [["tt.divisibility", 16]]
+        else:
+            signature[name] = "i32"
+            if values.get(name, 1) % 16 == 0:
+                attributes[(index,)] = [["tt.divisibility", 16]]
+    compiled = triton.compile(ASTSource(matmul.matmul_kernel, signature, constants, attributes),
+                              target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": CONFIG["num_warps"], "num_stages": CONFIG["num_stages"]})
+    return collections.Counter(re.findall(r"\b((?:ld|st)\.global\.b16)\b", compiled.asm["ptx"]))
+
+
+@pytest.mark.parametrize("n, k", [(4096, 4096), (4096, 4095), (4095, 4096)])
+def test_scalar_loads_in_the_ptx_match_the_features(n, k):
+    space = Space(matmul.config_space().parameters)
+    row = dict(zip(feature_names(space), feature_row((256, n, k), CONFIG, space, "bfloat16")))
+    env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(REPO / "lib")
+    run = subprocess.run([sys.executable, __file__, str(n), str(k)], env=env, check=True, capture_output=True,
+                         text=True, timeout=300)
+    accesses = json.loads(run.stdout.splitlines()[-1])
+    assert accesses.get("ld.global.b16", 0) == (row["a_loads_per_thread"] if k % 16 else 0) + \
+        (row["b_loads_per_thread"] if n % 16 else 0)
+    threads = 32 * CONFIG["num_warps"]
+    assert accesses.get("st.global.b16", 0) == (CONFIG["BLOCK_M"] * CONFIG["BLOCK_N"] / threads if n % 16 else 0)
+
+
+if __name__ == "__main__":
+    print(json.dumps(scalar_accesses(int(sys.argv[1]), int(sys.argv[2]))))
