@@ -27,6 +27,7 @@ from tunebench.predict import (SELECTED, by_family, cross_validate, fit_predicto
                                read_header, save_predictor, select_ranker, summarize_efficiency, training_data)
 from tunebench.predict.dispatch import (DIVISIBILITY_MISMATCH, NEIGHBOUR_WEIGHTS, SHORTLIST_NEIGHBOURS,
                                         SHORTLIST_PER_SHAPE, Shortlist)
+from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
 from tunebench.predict.model import MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES, relative_speed
 from tunebench.predict.protocol import N_SPLITS, dispatch_latency_ms
@@ -40,6 +41,8 @@ OUT = REPO / "results" / "config_prediction"
 TRANSFER_DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h200_prediction.parquet"
 TRANSFER_ADDED_SHAPES = (0, 2, 5, 10)  # second-GPU shapes added to the first GPU's training data
 # Every 5th of the prediction shapes (sorted), all candidates timed again in a later sitting: the measurement ceiling.
+# What Triton 3.6 compiles of each candidate for sm_90 (H100 and H200), per alignment class of N and K.
+COMPILED_RESOURCES = REPO / "results" / "datasets" / "matmul_bfloat16_sm90_compiled.csv"
 RETEST_DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h100_prediction_retest.parquet"
 MEASURED_TOP_K = (3, 5, 10)  # "time the model's top k, keep the fastest": efficiency of that, out of fold
 # CK Tile's published dispatcher numbers (fp16 on gfx950): mean, P10 and min efficiency over their test shapes.
@@ -184,6 +187,8 @@ def main() -> int:
     parser.add_argument("--lfbo-seeds", type=int, default=1, help="search seeds per held-out shape for LFBO")
     parser.add_argument("--pattern-seeds", type=int, default=5, help="search seeds per held-out shape for pattern")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--compiled-resources", type=Path, default=COMPILED_RESOURCES,
+                        help="the candidates' compiled shared memory and registers (tunebench.predict.compiled)")
     parser.add_argument("--retest-dataset", type=Path, default=RETEST_DATASET,
                         help="some shapes timed again in a later sitting (skipped when the file does not exist)")
     parser.add_argument("--transfer-dataset", type=Path, default=TRANSFER_DATASET,
@@ -194,7 +199,8 @@ def main() -> int:
     started = time.perf_counter()
 
     dataset = load_dataset(args.dataset, kernel="matmul")
-    data = training_data(dataset)
+    resources = load_table(args.compiled_resources, dataset.parameter_names)
+    data = training_data(dataset, resources)
     latency = data.latency_ms.reshape(len(data.shapes), -1)
     count = len(data.candidates)
     cv = cross_validate(data, workers=args.workers)
@@ -310,7 +316,7 @@ def main() -> int:
     # -- transfer to a second GPU: the deployed settings (tuned on this GPU's shapes), scored on the other's -------
     if args.transfer_dataset.is_file():
         target_dataset = load_dataset(args.transfer_dataset, kernel=data.kernel)
-        target = training_data(target_dataset)
+        target = training_data(target_dataset, resources)
         with threadpool_limits(1):
             transfer = transfer_efficiency(data, target, settings, TRANSFER_ADDED_SHAPES, N_SPLITS)
         transfer.to_csv(args.out / "transfer.csv", index=False)
@@ -381,8 +387,10 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
 - **Features** (`tunebench.predict.features`, {len(data.feature_names)} columns, one batch code path): problem (M, N,
   K, their log2, arithmetic intensity, aspect ratios, divisibility of N and K by 16), the config space's encoding,
   and interactions (tiles per dimension, programs, last-tile fill, waves on {data.hardware.sm_count} SMs, last-wave
-  fraction, K iterations per split, shared memory from the kernel's resource model, programs per SM from shared
-  memory and warps, waves at that occupancy, padding waste, tile intensity, split-K workspace traffic, and load
+  fraction, K iterations per split, shared memory and registers per thread as Triton {resources.source.get("triton")}
+  compiles the candidate for sm_{resources.source.get("capability")} in the shape's alignment class of N and K
+  (`{os.path.relpath(args.compiled_resources, REPO)}`; an operand off multiples of 16 keeps one shared buffer instead of
+  num_stages), programs per SM from shared memory, warps and registers, waves at that occupancy, padding waste, tile intensity, split-K workspace traffic, and load
   instructions per thread, per program and per SM, counting an operand whose row stride is not a multiple of 16
   elements one element per load instead of 8, and multiply-adds per SM).
 

@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_limits
 from tunebench.measure.replay import ReplayEvaluator
 from tunebench.plots import resolve_dataset
 from tunebench.predict import by_family, fit_predictor, grouped_folds, read_header, summarize_efficiency, training_data
+from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import shape_efficiency
 from tunebench.predict.model import RankerSettings
 from tunebench.report import repo_path, set_style, show_run_header
@@ -40,6 +41,7 @@ set_style()
 
 # %% tags=["parameters"]
 dataset = "results/datasets/matmul_bfloat16_h100_prediction.parquet"  # the recorded dataset, relative to the repository root
+compiled_resources = "results/datasets/matmul_bfloat16_sm90_compiled.csv"  # its candidates as compiled (tunebench.predict.compiled)
 results_dir = "results/config_prediction"  # what benchmarks/config_prediction.py wrote
 fold = 0  # the outer fold (of 5) fitted here for importances and traces
 permutation_repeats = 3  # shuffles per feature for the permutation importance
@@ -51,11 +53,11 @@ cdf_from = 0.6  # left end of the efficiency axis
 
 # %%
 recorded = open_dataset(resolve_dataset(dataset))
-data = training_data(recorded)
+data = training_data(recorded, load_table(repo_path(compiled_resources), recorded.parameter_names))
 results = repo_path(results_dir)
 per_shape = pd.read_csv(results / "per_shape.csv")
 header = read_header(next(results.glob("*.predictor")))
-show_run_header({"dataset": dataset, "results_dir": results_dir, "fold": fold, "permutation_repeats": permutation_repeats,
+show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "results_dir": results_dir, "fold": fold, "permutation_repeats": permutation_repeats,
                  "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
                  "cdf_from": cdf_from},
                 {"kernel": data.kernel, "dtype": data.dtype, "gpu": data.gpu, "shapes": len(data.shapes),

@@ -12,43 +12,28 @@ import sys
 from pathlib import Path
 
 import pytest
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
 from tunebench.kernels import matmul
 from tunebench.predict import feature_names, feature_row
+from tunebench.predict.compiled import compile_matmul, load_table
 from tunebench.space import Space
 
 REPO = Path(__file__).resolve().parent.parent
-CONFIG = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 4, "num_stages": 3}
+CONFIG = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 8, "num_stages": 3}
+TABLE = REPO / "results" / "datasets" / "matmul_bfloat16_sm90_compiled.csv"  # the candidates' compiled resources
 
 
 def scalar_accesses(n: int, k: int) -> collections.Counter:
     """2-byte global loads and stores in the PTX of the kernel specialized as a launch with these N and K would be."""
-    constants = {name: CONFIG[name] for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K")}
-    constants |= {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1}
-    values = {"N": n, "K": k, "stride_am": k, "stride_bk": n, "stride_cm": n}
-    signature, attributes = {}, {}
-    for index, name in enumerate(matmul.matmul_kernel.arg_names):
-        if name in constants:
-            signature[name] = "constexpr"
-        elif index < 3:
-            signature[name], attributes[(index,)] = "*bf16", [["tt.divisibility", 16]]
-        else:
-            signature[name] = "i32"
-            if values.get(name, 1) % 16 == 0:
-                attributes[(index,)] = [["tt.divisibility", 16]]
-    compiled = triton.compile(ASTSource(matmul.matmul_kernel, signature, constants, attributes),
-                              target=GPUTarget("cuda", 90, 32),
-                              options={"num_warps": CONFIG["num_warps"], "num_stages": CONFIG["num_stages"]})
+    compiled = compile_matmul(CONFIG, n % 16 == 0, k % 16 == 0)
     return collections.Counter(re.findall(r"\b((?:ld|st)\.global\.b16)\b", compiled.asm["ptx"]))
 
 
 @pytest.mark.parametrize("n, k", [(4096, 4096), (4096, 4095), (4095, 4096)])
 def test_scalar_loads_in_the_ptx_match_the_features(n, k):
     space = Space(matmul.config_space().parameters)
-    row = dict(zip(feature_names(space), feature_row((256, n, k), CONFIG, space, "bfloat16")))
+    resources = load_table(TABLE, space.names)
+    row = dict(zip(feature_names(space), feature_row((256, n, k), CONFIG, space, "bfloat16", resources)))
     env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(REPO / "lib")
     run = subprocess.run([sys.executable, __file__, str(n), str(k)], env=env, check=True, capture_output=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ from tunebench.measure.result import Result, Status
 from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, feature_names, feature_row, features,
                                fit_predictor, grouped_folds, load_predictor, read_header, save_predictor,
                                select_ranker, training_data)
+from tunebench.predict.compiled import CompiledResources, load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
 from tunebench.predict.features import config_columns, encode_columns
 from tunebench.predict.model import ConfigRanker, portfolio, restrict
@@ -27,6 +29,9 @@ from tunebench.space import IntRange, PowerOfTwo, Space
 
 SHAPES = [(1, 4096, 4096), (3, 5000, 3000), (16, 1024, 8192), (64, 4608, 1536), (200, 3000, 5000),
           (256, 4096, 4096), (1000, 5000, 3000), (2048, 8192, 1024), (4096, 4096, 4096), (8192, 3072, 3072)]
+# The compiler's facts of the prediction dataset's 600 candidates (Triton 3.6, sm_90): the synthetic dataset draws
+# its configs from them.
+TABLE = Path(__file__).resolve().parent.parent / "results" / "datasets" / "matmul_bfloat16_sm90_compiled.csv"
 SMALL = RankerSettings(objective="relative", max_iter=20, max_leaf_nodes=7, max_depth=4)
 
 
@@ -41,9 +46,16 @@ def synthetic_latency(shape, config) -> float:
 
 
 @pytest.fixture(scope="module")
-def dataset() -> Dataset:
+def resources() -> CompiledResources:
+    return load_table(TABLE, matmul.config_space().names)
+
+
+@pytest.fixture(scope="module")
+def dataset(resources) -> Dataset:
     space = matmul.config_space()
-    configs = space.sample(np.random.default_rng(0), 40, unique=True)
+    table = resources.table[list(space.names)].drop_duplicates()
+    configs = [dict(zip(space.names, map(int, row)))
+               for row in table.sample(40, random_state=0).itertuples(index=False)]
     rows = []
     for shape in SHAPES:
         for config in configs:
@@ -57,8 +69,8 @@ def dataset() -> Dataset:
 
 
 @pytest.fixture(scope="module")
-def data(dataset):
-    return training_data(dataset)
+def data(dataset, resources):
+    return training_data(dataset, resources)
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +84,9 @@ def test_batch_and_single_row_features_agree(data):
     rows = np.arange(0, len(data.latency_ms), 7)
     shapes = data.shapes[data.group[rows]]
     configs = [dict(zip(data.space.names, map(int, data.candidates[r % len(data.candidates)]))) for r in rows]
-    batch = features(shapes, config_columns(data.space, configs), data.space, "bfloat16", data.hardware)
-    single = np.array([feature_row(tuple(shape), config, data.space, "bfloat16", data.hardware)
+    batch = features(shapes, config_columns(data.space, configs), data.space, "bfloat16", data.resources,
+                     data.hardware)
+    single = np.array([feature_row(tuple(shape), config, data.space, "bfloat16", data.resources, data.hardware)
                        for shape, config in zip(shapes.tolist(), configs)])
     assert batch.shape == (len(rows), len(feature_names(data.space)))
     np.testing.assert_array_equal(batch, single)
@@ -86,40 +99,59 @@ def test_config_encoding_is_the_spaces(data):
 
 
 def test_interaction_features_by_hand(data):
-    config = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 2, "num_warps": 4,
+    config = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 1, "SPLIT_K": 4, "num_warps": 4,
               "num_stages": 3}
-    row = dict(zip(feature_names(data.space), feature_row((200, 1000, 3000), config, data.space, "bfloat16")))
-    assert (row["tiles_m"], row["tiles_n"], row["programs"]) == (4, 8, 64)
+    row = dict(zip(feature_names(data.space), feature_row((200, 1000, 3000), config, data.space, "bfloat16",
+                                                             data.resources)))
+    assert (row["tiles_m"], row["tiles_n"], row["programs"]) == (4, 8, 128)
     assert row["fill_last_tile_m"] == pytest.approx(8 / 64) and row["fill_last_tile_n"] == pytest.approx(104 / 128)
-    assert row["waves"] == pytest.approx(64 / 132) and row["k_iterations"] == math.ceil(3000 / 128)
-    assert row["shared_memory_per_program"] == 3 * (64 * 64 + 64 * 128) * 2  # the kernel's resource model
-    assert row["programs_per_sm"] == min(228 * 1024 // (3 * (64 * 64 + 64 * 128) * 2), 64 // 4)
+    assert row["waves"] == pytest.approx(128 / 132) and row["k_iterations"] == math.ceil(3000 / (64 * 4))
+    # The compiler's figures for N and K off multiples of 16 (the table's row): one shared buffer per operand instead
+    # of 3, and 255 registers per thread, which limit the SM to 2 programs of 4 warps (32 x 256 registers a warp).
+    assert (row["shared_memory_per_program"], row["registers_per_thread"]) == (32768, 255)
+    assert row["programs_per_sm"] == 2 and row["occupancy_waves"] == pytest.approx(128 / (132 * 2))
     assert row["K_divisible_16"] == 0 and row["N_divisible_16"] == 0 and row["BLOCK_M"] == 6  # the space encodes log2
+
+
+def test_load_features_are_the_compilers_scalar_loads_for_every_candidate(resources):
+    """For each of the 600 candidates in each alignment class, the scalar loads the features count equal the 2-byte
+    global loads in the PTX that Triton 3.6 compiled for sm_90 (the table's `scalar_global_loads`)."""
+    space = Space(matmul.config_space().parameters)
+    table = resources.table
+    values = table[list(space.names)].to_numpy(dtype=np.int64)
+    n = np.where(table["N_divisible_16"], 4096, 4095)
+    k = np.where(table["K_divisible_16"], 4096, 4095)
+    matrix = features(np.column_stack([np.full(len(table), 256), n, k]), values, space, "bfloat16", resources)
+    row = dict(zip(feature_names(space), matrix.T))
+    scalar = (row["a_loads_per_thread"] * ~table["K_divisible_16"].to_numpy()
+              + row["b_loads_per_thread"] * ~table["N_divisible_16"].to_numpy())
+    np.testing.assert_array_equal(scalar, table["scalar_global_loads"].to_numpy())
+    np.testing.assert_array_equal(row["shared_memory_per_program"], table["shared_memory_bytes"].to_numpy())
 
 
 def test_load_features_count_unvectorized_operands_element_by_element(data):
     """A's rows are K apart, B's and C's N apart: an operand whose stride is not a multiple of 16 is loaded one
     element per instruction instead of 8 (16 bytes of bf16)."""
-    config = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 4,
+    config = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 8,
               "num_stages": 3}
     names = feature_names(data.space)
-    aligned, k_odd, n_odd = (dict(zip(names, feature_row(shape, config, data.space, "bfloat16")))
+    aligned, k_odd, n_odd = (dict(zip(names, feature_row(shape, config, data.space, "bfloat16", data.resources)))
                              for shape in ((256, 4096, 4096), (256, 4096, 4095), (256, 4095, 4096)))
-    assert aligned["a_loads_per_thread"] == 64 * 32 / (8 * 128)
-    assert aligned["b_loads_per_thread"] == 32 * 128 / (8 * 128)
+    assert aligned["a_loads_per_thread"] == 64 * 32 / (8 * 256)
+    assert aligned["b_loads_per_thread"] == 32 * 128 / (8 * 256)
     assert k_odd["a_loads_per_thread"] == 8 * aligned["a_loads_per_thread"]
     assert k_odd["b_loads_per_thread"] == aligned["b_loads_per_thread"]
     assert n_odd["b_loads_per_thread"] == 8 * aligned["b_loads_per_thread"]
-    per_program = (2 + 4) * 128 + 64 * 128 / (8 * 128)  # A and B per K iteration, 128 iterations, then the C store
+    per_program = (1 + 2) * 128 + 64 * 128 / (8 * 256)  # A and B per K iteration, 128 iterations, then the C store
     assert aligned["log2_loads_per_program"] == pytest.approx(math.log2(per_program))
-    assert aligned["log2_load_instructions_per_sm"] == pytest.approx(math.log2(4 * 32 * per_program * 4 / 132))
+    assert aligned["log2_load_instructions_per_sm"] == pytest.approx(math.log2(4 * 32 * per_program * 8 / 132))
 
 
 @pytest.mark.parametrize("shape", [(0, 4096, 4096), (16, 0, 4096), (16, 4096, -3)])
 def test_zero_or_negative_dimension_is_an_error(data, predictor, shape):
     config = dict(zip(data.space.names, map(int, data.candidates[0])))
     with pytest.raises(ValueError, match="dimension < 1"):
-        feature_row(shape, config, data.space, "bfloat16")
+        feature_row(shape, config, data.space, "bfloat16", data.resources)
     with pytest.raises(ValueError, match="positive int"):
         predictor.best_config(shape)
 
@@ -127,7 +159,7 @@ def test_zero_or_negative_dimension_is_an_error(data, predictor, shape):
 def test_unknown_or_other_dtype_is_an_error(data, predictor):
     config = dict(zip(data.space.names, map(int, data.candidates[0])))
     with pytest.raises(ValueError, match="unsupported dtype 'float64'"):
-        feature_row((16, 4096, 4096), config, data.space, "float64")
+        feature_row((16, 4096, 4096), config, data.space, "float64", data.resources)
     with pytest.raises(ValueError, match="unsupported dtype"):
         predictor.best_config((16, 4096, 4096), dtype="int8")
     with pytest.raises(PredictorError, match="trained for bfloat16, not 'float16'"):
@@ -349,7 +381,7 @@ def other_gpu(dataset: Dataset) -> Dataset:
 
 
 def test_transfer_scores_target_shapes_with_and_without_target_data(dataset, data):
-    target = training_data(other_gpu(dataset))
+    target = training_data(other_gpu(dataset), data.resources)
     table = transfer_efficiency(data, target, SMALL, added_shapes=(0, 4), n_splits=5)
     assert set(table["variant"]) == {"source only", "source + 4 target shapes", "target only"}
     assert table.groupby("variant").size().eq(len(SHAPES)).all(), "every target shape held out once per variant"
@@ -363,4 +395,4 @@ def test_transfer_scores_target_shapes_with_and_without_target_data(dataset, dat
 def test_transfer_needs_the_same_candidates(dataset, data):
     fewer = dataset.measurements[dataset.measurements["BLOCK_M"] != 16]
     with pytest.raises(ValueError, match="same candidate set"):
-        combine(data, training_data(replace(dataset, measurements=fewer)))
+        combine(data, training_data(replace(dataset, measurements=fewer), data.resources))

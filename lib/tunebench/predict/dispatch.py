@@ -21,6 +21,7 @@ import numpy as np
 import sklearn
 
 from tunebench.kernels import matmul
+from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.features import Hardware, check_dtype, feature_names, features
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
 from tunebench.space import Space, parameter_from_spec
@@ -101,16 +102,18 @@ def checked_shape(shape: Sequence[int]) -> tuple[int, int, int]:
 
 class Predictor:
     """A trained ranker over a fixed candidate set, for one kernel, dtype and GPU; it picks among the `portfolio`
-    (indices into the candidates, chosen on the training shapes)."""
+    (indices into the candidates, chosen on the training shapes). `resources`: the compiler's facts of the
+    candidates, which the features read."""
 
     def __init__(self, ranker: ConfigRanker, space: Space, candidates: np.ndarray, *, kernel: str, dtype: str,
-                 gpu: str, hardware: Hardware, shortlist: Shortlist, portfolio: np.ndarray,
-                 header: Mapping[str, Any] | None = None) -> None:
+                 gpu: str, hardware: Hardware, resources: CompiledResources, shortlist: Shortlist,
+                 portfolio: np.ndarray, header: Mapping[str, Any] | None = None) -> None:
         self.ranker = ranker
         self.space = space
         self.candidates = np.asarray(candidates, dtype=np.int64)
         self.portfolio = np.asarray(portfolio, dtype=np.int64)
         self.kernel, self.dtype, self.gpu, self.hardware = kernel, dtype, gpu, hardware
+        self.resources = resources
         self.shortlist = shortlist
         self.header = dict(header or {})
         self.forest = CompiledForest(ranker.model_)
@@ -122,7 +125,7 @@ class Predictor:
             raise PredictorError(f"this predictor was trained for {self.dtype}, not {dtype!r}")
         checked = checked_shape(shape)
         return features(np.array([checked], dtype=np.int64), self.candidates[candidates], self.space, self.dtype,
-                        self.hardware)
+                        self.resources, self.hardware)
 
     def config(self, index: int) -> dict[str, int]:
         return dict(zip(self.space.names, (int(value) for value in self.candidates[index])))
@@ -167,21 +170,22 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
     ranker = ConfigRanker(settings).fit(data, data.rows_of(shape_indices))
     allowed = portfolio(data, shape_indices, settings.portfolio_size)
     return Predictor(ranker, data.space, data.candidates, kernel=data.kernel, dtype=data.dtype, gpu=data.gpu,
-                     hardware=data.hardware, shortlist=build_shortlist(ranker, data, shape_indices, allowed),
+                     hardware=data.hardware, resources=data.resources.restricted(data.candidates),
+                     shortlist=build_shortlist(ranker, data, shape_indices, allowed),
                      portfolio=allowed,
                      header={"training": {"shapes": data.shapes[shape_indices].tolist(),
                                           "provenance": data.provenance}, **(header or {})})
 
 
 # ---------------------------------------------------------------------------------------------
-# File format: MAGIC, one line of JSON header, then a pickle of the model and the shortlist
+# File format: MAGIC, one line of JSON header, then a pickle of the model, the shortlist and the compiled resources
 # ---------------------------------------------------------------------------------------------
 
 def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
     return {
         **predictor.header,
         "format_version": FORMAT_VERSION, "kernel": predictor.kernel, "dtype": predictor.dtype,
-        "gpu": predictor.gpu, "hardware": asdict(predictor.hardware),
+        "gpu": predictor.gpu, "hardware": asdict(predictor.hardware), "compiled_resources": predictor.resources.source,
         "feature_names": predictor.feature_names,
         "parameters": [parameter.to_spec() for parameter in predictor.space.parameters],
         "candidates": predictor.candidates.tolist(), "portfolio": predictor.portfolio.tolist(),
@@ -191,9 +195,11 @@ def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
 
 
 def save_predictor(predictor: Predictor, path: str | os.PathLike[str]) -> None:
-    """Write the predictor atomically: the magic line, a JSON header line, then the pickled model and shortlist."""
+    """Write the predictor atomically: the magic line, a JSON header line, then the pickled model, shortlist and
+    compiled resources."""
     path = Path(path)
-    payload = pickle.dumps({"model": predictor.ranker.model_, "shortlist": predictor.shortlist})
+    payload = pickle.dumps({"model": predictor.ranker.model_, "shortlist": predictor.shortlist,
+                            "resources": predictor.resources})
     header = json.dumps(_header(predictor, payload), sort_keys=True).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -252,7 +258,7 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
     ranker.model_ = model
     return Predictor(ranker, space, np.array(header["candidates"], dtype=np.int64), kernel=kernel,
                      dtype=header["dtype"], gpu=header["gpu"], hardware=Hardware(**header["hardware"]),
-                     shortlist=content["shortlist"],
+                     resources=content["resources"], shortlist=content["shortlist"],
                      # a file written before portfolios existed picks among every candidate
                      portfolio=np.array(header.get("portfolio", range(len(header["candidates"]))), dtype=np.int64),
                      header={name: header[name] for name in ("training", "metrics") if name in header})

@@ -1,7 +1,7 @@
 """Features of (GEMM shape, config) pairs for predicting a config's speed on a shape no one has measured.
 
 One code path: `features` computes a batch, vectorized over rows with numpy; `feature_row` calls it with one row.
-The resource model is the kernel's own `resource_usage`, evaluated on arrays.
+Shared memory and registers per program are the compiler's (`CompiledResources`, per config and alignment class).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tunebench.kernels import matmul
+from tunebench.predict.compiled import CompiledResources
 from tunebench.space import ConfigError, Space
 
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
@@ -23,11 +24,15 @@ VECTOR_BYTES = 16  # widest global load or store per thread; an operand whose ro
 @dataclass(frozen=True)
 class Hardware:
     """What the interaction features need to know of the GPU. Defaults: H100 SXM (CUDA occupancy tables for
-    compute capability 9.0: 228 KiB shared memory and 64 resident warps per SM)."""
+    compute capability 9.0: 228 KiB shared memory, 1 KiB of it reserved per resident program, 64 resident warps and
+    64 Ki registers per SM, allocated per warp in units of 256)."""
 
     sm_count: int = 132
     shared_memory_per_sm: int = 228 * 1024
+    reserved_shared_memory_per_program: int = 1024
     warps_per_sm: int = 64
+    registers_per_sm: int = 64 * 1024
+    register_allocation_unit: int = 256
 
     @classmethod
     def from_provenance(cls, provenance: Mapping[str, Any]) -> Hardware:
@@ -45,7 +50,8 @@ PROBLEM_FEATURES = (
 )
 INTERACTION_FEATURES = (
     "tiles_m", "tiles_n", "programs", "log2_programs", "fill_last_tile_m", "fill_last_tile_n", "waves",
-    "last_wave_fraction", "k_iterations", "shared_memory_per_program", "programs_per_sm", "occupancy_waves",
+    "last_wave_fraction", "k_iterations", "shared_memory_per_program", "registers_per_thread", "programs_per_sm",
+    "occupancy_waves",
     "padding_waste", "tile_intensity", "split_k_traffic_ratio",
     "a_loads_per_thread", "b_loads_per_thread", "loads_per_thread_per_iteration", "log2_loads_per_program",
     "log2_load_instructions_per_sm", "log2_mma_per_sm", "log2_mma_per_sm_whole_waves",
@@ -102,13 +108,17 @@ def encode_columns(space: Space, values: np.ndarray) -> np.ndarray:
 
 
 def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype: str,
-             hardware: Hardware = Hardware()) -> np.ndarray:
+             resources: CompiledResources, hardware: Hardware = Hardware()) -> np.ndarray:
     """The (n, len(feature_names(space))) float64 feature matrix of n (shape, config) rows.
 
     `shapes` is (n, 3) or (1, 3) (one shape against n configs); `config_values` is (n, parameters) from
-    `config_columns`, or (1, parameters) against n shapes.
+    `config_columns`, or (1, parameters) against n shapes. `resources` holds what the compiler makes of each config
+    in each alignment class of N and K.
     """
     element_bytes = check_dtype(dtype)
+    if tuple(space.names) != resources.parameter_names:
+        raise ValueError(f"the compiled-resource table's parameters {list(resources.parameter_names)} are not the "
+                         f"space's {list(space.names)}")
     shapes = check_shapes(shapes)
     values = np.asarray(config_values, dtype=np.int64)
     if values.ndim != 2 or values.shape[1] != len(space.names):
@@ -135,9 +145,14 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
     programs = tiles_m * tiles_n * split_k
     waves = programs / hardware.sm_count
     k_iterations = np.ceil(k / (block_k * split_k))
-    shared = matmul.resource_usage(config, element_bytes).shared_memory_bytes.astype(np.float64)
-    programs_per_sm = np.maximum(1.0, np.minimum(np.floor(hardware.shared_memory_per_sm / shared),
-                                                 np.floor(hardware.warps_per_sm / warps)))
+    compiled = resources.lookup(np.broadcast_to(values, (rows, values.shape[1])), np.mod(n, DIVISOR) == 0,
+                                np.mod(k, DIVISOR) == 0)
+    shared, registers = compiled["shared_memory_bytes"], compiled["registers"]
+    unit = hardware.register_allocation_unit
+    warps_by_registers = np.floor(hardware.registers_per_sm / (np.ceil(32 * registers / unit) * unit))
+    programs_per_sm = np.maximum(1.0, np.minimum.reduce([
+        np.floor(hardware.shared_memory_per_sm / (shared + hardware.reserved_shared_memory_per_program)),
+        np.floor(hardware.warps_per_sm / warps), np.floor(warps_by_registers / warps)]))
     occupancy_waves = programs / (hardware.sm_count * programs_per_sm)
     # Multiply-adds the tiles compute (padded M, N; K rounded up to whole iterations) over those the problem needs.
     padded = (tiles_m * block_m) * (tiles_n * block_n) * (k_iterations * block_k * split_k)
@@ -156,7 +171,7 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
         tiles_m, tiles_n, programs, np.log2(programs),
         np.mod(m, block_m) / block_m, np.mod(n, block_n) / block_n,
         waves, np.mod(programs, hardware.sm_count) / hardware.sm_count,
-        k_iterations, shared, programs_per_sm, occupancy_waves,
+        k_iterations, shared, registers, programs_per_sm, occupancy_waves,
         1.0 - m * n * k / padded,
         block_m * block_n / (block_m + block_n),
         split_k_bytes / minimum_bytes,
@@ -169,6 +184,7 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
 
 
 def feature_row(shape: Sequence[int], config: Mapping[str, Any], space: Space, dtype: str,
-                hardware: Hardware = Hardware()) -> np.ndarray:
+                resources: CompiledResources, hardware: Hardware = Hardware()) -> np.ndarray:
     """The features of one (shape, config): the batch path on a batch of one."""
-    return features(np.array([shape], dtype=np.int64), config_columns(space, [config]), space, dtype, hardware)[0]
+    return features(np.array([shape], dtype=np.int64), config_columns(space, [config]), space, dtype, resources,
+                    hardware)[0]

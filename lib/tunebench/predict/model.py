@@ -17,6 +17,7 @@ from sklearn.model_selection import GroupShuffleSplit
 
 from tunebench.measure.dataset import Dataset
 from tunebench.measure.result import Status
+from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.evaluation import shape_efficiency
 from tunebench.predict.features import Hardware, feature_names, features
 from tunebench.space import Space
@@ -41,6 +42,7 @@ class TrainingData:
     gpu: str
     space: Space
     hardware: Hardware
+    resources: CompiledResources
     shapes: np.ndarray  # (shapes, 3)
     candidates: np.ndarray  # (candidates, parameters) config values in the space's parameter order
     features: np.ndarray  # (rows, features)
@@ -64,9 +66,21 @@ class TrainingData:
         return (np.asarray(shape_indices)[:, None] * count + np.arange(count)[None, :]).ravel()
 
 
-def training_data(dataset: Dataset, hardware: Hardware | None = None) -> TrainingData:
+def common_candidates(dataset: Dataset) -> np.ndarray:
+    """The configs recorded for every shape of the dataset, sorted, as (candidates, parameters) int64 values in the
+    space's parameter order."""
+    names = list(dataset.parameter_names)
+    counts = dataset.measurements.groupby(names).size()
+    common = counts[counts == len(dataset.shapes())].index
+    if len(common) == 0:
+        raise ValueError("no config is recorded for every shape; config prediction needs a common candidate set")
+    return np.array(sorted(common), dtype=np.int64).reshape(len(common), len(names))
+
+
+def training_data(dataset: Dataset, resources: CompiledResources, hardware: Hardware | None = None) -> TrainingData:
     """Features and latencies of every recorded (shape, config); the candidates are the configs recorded for every
-    shape (rows of other configs are dropped). Failed rows stay, with infinite latency."""
+    shape (rows of other configs are dropped), each of which `resources` must hold. Failed rows stay, with infinite
+    latency."""
     if tuple(dataset.shape_names) != ("M", "N", "K"):
         raise ValueError(f"config prediction supports GEMM datasets (M, N, K), not shapes {dataset.shape_names}")
     hardware = hardware or Hardware.from_provenance(dataset.provenance)
@@ -74,11 +88,7 @@ def training_data(dataset: Dataset, hardware: Hardware | None = None) -> Trainin
     names = list(space.names)
     frame = dataset.measurements
     shapes = dataset.shapes()
-    counts = frame.groupby(names).size()
-    common = counts[counts == len(shapes)].index
-    if len(common) == 0:
-        raise ValueError("no config is recorded for every shape; config prediction needs a common candidate set")
-    candidates = np.array(sorted(common), dtype=np.int64).reshape(len(common), len(names))
+    candidates = common_candidates(dataset)
     frame = frame.set_index(names).loc[[tuple(row) for row in candidates.tolist()]].reset_index()
     frame = frame.sort_values(["M", "N", "K", *names], kind="stable").reset_index(drop=True)
     ok = frame["status"].to_numpy() == Status.OK.value
@@ -90,9 +100,10 @@ def training_data(dataset: Dataset, hardware: Hardware | None = None) -> Trainin
     values = frame[names].to_numpy(dtype=np.int64)
     if not (values.reshape(len(shapes), len(candidates), -1) == candidates[None]).all():
         raise AssertionError("rows are not in candidate order within each shape")
-    matrix = features(frame[["M", "N", "K"]].to_numpy(dtype=np.int64), values, space, dataset.dtype, hardware)
-    return TrainingData(dataset.kernel, dataset.dtype, dataset.gpu, space, hardware, shape_array, candidates, matrix,
-                        latency, spread, group, dict(dataset.provenance))
+    matrix = features(frame[["M", "N", "K"]].to_numpy(dtype=np.int64), values, space, dataset.dtype, resources,
+                      hardware)
+    return TrainingData(dataset.kernel, dataset.dtype, dataset.gpu, space, hardware, resources, shape_array,
+                        candidates, matrix, latency, spread, group, dict(dataset.provenance))
 
 
 def relative_speed(latency_ms: np.ndarray, group: np.ndarray) -> np.ndarray:
