@@ -135,7 +135,12 @@ class CompiledResources:
         self.source = dict(source)
         self.table = table.reset_index(drop=True)
         keys = self.table[[*parameter_names, "N_divisible_16", "K_divisible_16"]].astype(np.int64).to_numpy()
-        self._index = {tuple(row): position for position, row in enumerate(keys.tolist())}
+        # A dense index over the grid of each column's values: a lookup is a few vectorized searchsorted calls.
+        self._levels = [np.unique(column) for column in keys.T]
+        self._dims = tuple(len(levels) for levels in self._levels)
+        self._position = np.full(int(np.prod(self._dims)), -1, dtype=np.int64)
+        codes = [np.searchsorted(levels, column) for levels, column in zip(self._levels, keys.T)]
+        self._position[np.ravel_multi_index(codes, self._dims)] = np.arange(len(keys))
         self._facts = self.table[list(FACTS)].to_numpy(dtype=np.float64)
 
     def restricted(self, config_values: np.ndarray) -> CompiledResources:
@@ -149,14 +154,17 @@ class CompiledResources:
         """FACTS for each row of (rows, parameters) config values and its shape's alignment; a clear error names
         the first config the table does not hold."""
         keys = np.column_stack([config_values, n_aligned, k_aligned]).astype(np.int64)
-        positions = np.empty(len(keys), dtype=np.int64)
-        for row, key in enumerate(map(tuple, keys.tolist())):
-            position = self._index.get(key)
-            if position is None:
-                config = dict(zip(self.parameter_names, key))
-                raise KeyError(f"config {config} (N % 16 == 0: {bool(key[-2])}, K % 16 == 0: {bool(key[-1])}) was "
-                               "never compiled into the compiled-resource table; rebuild it with these candidates")
-            positions[row] = position
+        codes, found = [], np.ones(len(keys), dtype=bool)
+        for levels, column in zip(self._levels, keys.T):
+            code = np.minimum(np.searchsorted(levels, column), len(levels) - 1)
+            found &= levels[code] == column
+            codes.append(code)
+        positions = np.where(found, self._position[np.ravel_multi_index(codes, self._dims)], -1)
+        if (positions < 0).any():
+            key = keys[np.flatnonzero(positions < 0)[0]].tolist()
+            config = dict(zip(self.parameter_names, key))
+            raise KeyError(f"config {config} (N % 16 == 0: {bool(key[-2])}, K % 16 == 0: {bool(key[-1])}) was never "
+                           "compiled into the compiled-resource table; rebuild it with these candidates")
         return {name: self._facts[positions, column] for column, name in enumerate(FACTS)}
 
 
