@@ -302,6 +302,12 @@ def main() -> int:
         per_shape[f"{SELECTED}_top{k}_timed_efficiency"] = efficiency
     per_shape["predicted_config"] = [",".join(map(str, data.candidates[i])) for i in tables[SELECTED]["predicted"]]
     per_shape["best_config"] = [",".join(map(str, data.candidates[i])) for i in tables[SELECTED]["best"]]
+    per_shape["dispatcher_config"] = [",".join(map(str, data.candidates[i])) for i in cv.dispatched(SELECTED)]
+    # The model's top configs, best first (as best_of_top_k orders them): what benchmarks/config_prediction_retime.py
+    # times on the GPU.
+    top = np.argsort(-cv.scores(SELECTED), axis=1, kind="stable")[:, :max(MEASURED_TOP_K)]
+    per_shape[f"top{max(MEASURED_TOP_K)}_configs"] = [";".join(",".join(map(str, data.candidates[i])) for i in row)
+                                                     for row in top]
     per_shape["predicted_ms"] = tables[SELECTED]["predicted_ms"]
     per_shape["best_ms"] = tables[SELECTED]["best_ms"]
     per_shape["predicted_row_spread"] = data.spread.reshape(len(shapes), -1)[np.arange(len(shapes)),

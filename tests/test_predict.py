@@ -19,7 +19,7 @@ from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, f
                                fit_predictor, grouped_folds, load_predictor, read_header, save_predictor,
                                select_ranker, training_data)
 from tunebench.predict.compiled import CompiledResources, load_table
-from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
+from tunebench.predict.evaluation import best_of_top_k, retest_efficiency, retimed_efficiency
 from tunebench.predict.features import config_columns, encode_columns
 from tunebench.predict.model import ConfigRanker, portfolio, restrict
 from tunebench.predict.transfer import combine, transfer_efficiency
@@ -174,6 +174,28 @@ def test_best_of_top_k_keeps_the_fastest_of_the_k_highest_scored():
     np.testing.assert_allclose(best_of_top_k(scores, latency, 1), [0.5, 1 / 3])
     np.testing.assert_allclose(best_of_top_k(scores, latency, 2), [0.5, 0.5])
     np.testing.assert_allclose(best_of_top_k(scores, latency, 4), [1.0, 1.0])
+
+
+def test_retimed_picks_are_judged_on_the_rounds_after_the_top_k_choice():
+    # Round 0 favours "b" by noise; rounds 1 and 2 show "c" fastest. The top-2 hybrid (a, b) keeps b from round 0
+    # and is judged by the median of rounds 1-2; "e" (the dispatcher's) was never timed.
+    timings = {"a": [3.0, 3.0, 3.0], "b": [1.0, 2.0, 2.2], "c": [1.5, 1.0, 1.2], "d": [4.0, 4.0, 4.0]}
+    journal = pd.DataFrame([{"round": r, "M": 8, "N": 16, "K": 32, "config": config, "status": "ok",
+                             "latency_ms": values[r]} for config, values in timings.items() for r in range(3)]
+                           + [{"round": 1, "M": 8, "N": 16, "K": 32, "config": "d", "status": "crash",
+                               "latency_ms": None}])
+    per_shape = pd.DataFrame([{"M": 8, "N": 16, "K": 32, "predicted_config": "a", "dispatcher_config": "e",
+                               "best_config": "c", "top2_configs": "a;b", "selected_efficiency": 0.5,
+                               "selected_top2_timed_efficiency": 0.9},
+                              {"M": 1, "N": 1, "K": 1, "predicted_config": "a", "dispatcher_config": "a",
+                               "best_config": "a", "top2_configs": "a", "selected_efficiency": 1.0,
+                               "selected_top2_timed_efficiency": 1.0}])
+    table = retimed_efficiency(journal, per_shape, 2)
+    assert len(table) == 1 and table["configs timed"].item() == 4
+    assert table["prediction"].item() == pytest.approx(1.1 / 3.0)
+    assert table["top 2 timed"].item() == pytest.approx(1.1 / 2.1)
+    assert table["recorded best"].item() == pytest.approx(1.0) and table["dispatcher"].item() == 0.0
+    assert table["prediction (replay)"].item() == 0.5
 
 
 def test_retest_judges_each_sittings_best_by_the_other():

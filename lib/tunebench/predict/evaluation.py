@@ -106,3 +106,35 @@ def by_family(table: pd.DataFrame) -> pd.DataFrame:
         if len(members):
             rows.append({"family": name, **summarize_efficiency(members)})
     return pd.DataFrame(rows)
+
+
+def retimed_efficiency(journal: pd.DataFrame, per_shape: pd.DataFrame, k: int) -> pd.DataFrame:
+    """Picks judged by a side-by-side re-timing. `journal`: rows (round, M, N, K, config, status, latency_ms) of a
+    set of configs per shape timed in interleaved rounds; `per_shape`: the replay's table (`predicted_config`,
+    `dispatcher_config`, `best_config`, `top{k}_configs` joined by ';', and the replay efficiencies). Per re-timed
+    shape: each pick's efficiency on rounds 1.. (fastest median in the set / the pick's median), where "top k
+    timed" keeps the fastest of the model's top k in round 0, so that its choice and its judgement use independent
+    timings; beside the replay's efficiency of the same picks. A pick never timed scores 0."""
+    ok = journal[journal["status"] == Status.OK.value]
+    judge = ok[ok["round"] > 0].groupby(["M", "N", "K", "config"])["latency_ms"].median()
+    first = ok[ok["round"] == 0].set_index(["M", "N", "K", "config"])["latency_ms"]
+    timed_shapes = set(judge.index.droplevel("config"))
+    rows = []
+    for row in per_shape.itertuples(index=False):
+        shape = (int(row.M), int(row.N), int(row.K))
+        if shape not in timed_shapes:
+            continue
+        medians = judge.loc[shape]
+        best = medians.min()
+        sitting = first.loc[shape].reindex(str(getattr(row, f"top{k}_configs")).split(";")).dropna()
+
+        def judged(config: str | None) -> float:
+            return float(best / medians[config]) if config in medians.index else 0.0
+
+        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "configs timed": len(medians),
+                     "prediction": judged(row.predicted_config), "dispatcher": judged(row.dispatcher_config),
+                     f"top {k} timed": judged(sitting.idxmin() if len(sitting) else None),
+                     "recorded best": judged(row.best_config),
+                     "prediction (replay)": row.selected_efficiency,
+                     f"top {k} timed (replay)": getattr(row, f"selected_top{k}_timed_efficiency")})
+    return pd.DataFrame(rows)
