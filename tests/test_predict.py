@@ -156,6 +156,12 @@ def test_zero_or_negative_dimension_is_an_error(data, predictor, shape):
         predictor.best_config(shape)
 
 
+def test_a_compiled_table_of_another_dtype_is_an_error(dataset, resources):
+    other = CompiledResources(resources.table, resources.parameter_names, {**resources.source, "dtype": "float16"})
+    with pytest.raises(ValueError, match="compiled for float16, the dataset is bfloat16"):
+        training_data(dataset, other)
+
+
 def test_unknown_or_other_dtype_is_an_error(data, predictor):
     config = dict(zip(data.space.names, map(int, data.candidates[0])))
     with pytest.raises(ValueError, match="unsupported dtype 'float64'"):

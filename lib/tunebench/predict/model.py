@@ -84,6 +84,9 @@ def training_data(dataset: Dataset, resources: CompiledResources, hardware: Hard
     if tuple(dataset.shape_names) != ("M", "N", "K"):
         raise ValueError(f"config prediction supports GEMM datasets (M, N, K), not shapes {dataset.shape_names}")
     hardware = hardware or Hardware.from_provenance(dataset.provenance)
+    compiled_for = resources.source.get("dtype")
+    if compiled_for is not None and compiled_for != dataset.dtype:
+        raise ValueError(f"the compiled-resource table was compiled for {compiled_for}, the dataset is {dataset.dtype}")
     space = Space(dataset.parameters, name=dataset.kernel)  # unconstrained: features need names and encodings
     names = list(space.names)
     frame = dataset.measurements
