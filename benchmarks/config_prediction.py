@@ -395,8 +395,8 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
   and interactions (tiles per dimension, programs, last-tile fill, waves on {data.hardware.sm_count} SMs, last-wave
   fraction, K iterations per split, shared memory and registers per thread as Triton {resources.source.get("triton")}
   compiles the candidate for sm_{resources.source.get("capability")} in the shape's alignment class of N and K
-  (`{os.path.relpath(args.compiled_resources, REPO)}`; an operand off multiples of 16 keeps one shared buffer instead of
-  num_stages), programs per SM from shared memory, warps and registers, waves at that occupancy, padding waste, tile intensity, split-K workspace traffic, and load
+  (`{os.path.relpath(args.compiled_resources, REPO)}`; an operand off multiples of 16 usually keeps one shared buffer
+  instead of one per stage), programs per SM from shared memory, warps and registers, waves at that occupancy, padding waste, tile intensity, split-K workspace traffic, and load
   instructions per thread, per program and per SM, counting an operand whose row stride is not a multiple of 16
   elements one element per load instead of 8, and multiply-adds per SM).
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tunebench.kernels import matmul
 from tunebench.measure.result import Status
 from tunebench.predict.evaluation import retimed_efficiency
 
@@ -37,7 +38,7 @@ RECORDED_FASTEST = 20  # recorded fastest candidates per shape added to the time
 ROUNDS = 4  # round 0: the top-k dispatcher's sitting; rounds 1..: the judge
 TOP_K = 10
 SEED = 0
-KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "SPLIT_K", "num_warps", "num_stages")
+KEYS = tuple(matmul.config_space().names)  # the order of a config written 'a,b,...' in per_shape.csv
 
 
 def parse_config(text: str) -> dict[str, int]:

@@ -1,5 +1,5 @@
 """The compiled-resource table: compiling on the CPU gives what a real launch compiles (on the GPU), an unaligned
-operand keeps one shared-memory buffer instead of num_stages (on the CPU, in a subprocess: the suite runs Triton's
+operand of a wide tile keeps one shared-memory buffer instead of num_stages (on the CPU, in a subprocess: the suite runs Triton's
 interpreter), and the table's save, load and lookup, with its errors."""
 
 import json

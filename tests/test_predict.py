@@ -106,8 +106,8 @@ def test_interaction_features_by_hand(data):
     assert (row["tiles_m"], row["tiles_n"], row["programs"]) == (4, 8, 128)
     assert row["fill_last_tile_m"] == pytest.approx(8 / 64) and row["fill_last_tile_n"] == pytest.approx(104 / 128)
     assert row["waves"] == pytest.approx(128 / 132) and row["k_iterations"] == math.ceil(3000 / (64 * 4))
-    # The compiler's figures for N and K off multiples of 16 (the table's row): one shared buffer per operand instead
-    # of 3, and 255 registers per thread, which limit the SM to 2 programs of 4 warps (32 x 256 registers a warp).
+    # The compiler's figures for N and K off multiples of 16 (the table's row): 32 KiB of shared memory (72 KiB
+    # aligned), and 255 registers per thread, which limit the SM to 2 programs of 4 warps (32 x 256 registers a warp).
     assert (row["shared_memory_per_program"], row["registers_per_thread"]) == (32768, 255)
     assert row["programs_per_sm"] == 2 and row["occupancy_waves"] == pytest.approx(128 / (132 * 2))
     assert row["K_divisible_16"] == 0 and row["N_divisible_16"] == 0 and row["BLOCK_M"] == 6  # the space encodes log2

@@ -2,9 +2,9 @@
 as Triton compiles it for one GPU architecture, per alignment class of N and K, with no GPU needed.
 
 Triton specializes the GEMM on whether N and K (and the strides equal to them) are multiples of 16. An operand whose
-row stride is not cannot be copied to shared memory asynchronously, so the software pipeline keeps one buffer for it
-instead of `num_stages` (a 64x256x64 tile at 3 stages takes 104 KiB with K unaligned, 120 KiB aligned): occupancy
-differs by alignment class in ways a closed-form resource model misses. `resource_table` compiles every candidate
+row stride is not cannot be copied to shared memory asynchronously, so the software pipeline usually keeps one
+buffer for it instead of one per stage (a 64x256x64 tile at 3 stages takes 104 KiB with K unaligned, 120 KiB
+aligned), and other buffers vary too: occupancy differs by alignment class in ways a closed-form model misses. `resource_table` compiles every candidate
 once per class; `CompiledResources` looks rows up for the features.
 """
 
@@ -30,7 +30,7 @@ from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 
 ALIGNMENTS = ((True, True), (True, False), (False, True), (False, False))  # (N % 16 == 0, K % 16 == 0)
-DIVISOR = 16  # Triton's divisibility specialization of integer arguments
+DIVISOR = 16  # Triton specializes integer arguments (N, K, the strides) on divisibility by 16: vectorized loads
 POINTER_TYPES = {"bfloat16": "*bf16", "float16": "*fp16"}
 # Per-thread counts of these PTX instructions in the compiled kernel (static counts, not executed ones).
 INSTRUCTIONS = {

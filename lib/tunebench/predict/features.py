@@ -12,11 +12,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tunebench.kernels import matmul
-from tunebench.predict.compiled import CompiledResources
+from tunebench.predict.compiled import DIVISOR, CompiledResources
 from tunebench.space import ConfigError, Space
 
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
-DIVISOR = 16  # Triton specializes N, K and the strides on divisibility by 16 (vectorized loads)
 VECTOR_BYTES = 16  # widest global load or store per thread; an operand whose row stride is not a multiple of DIVISOR
 # elements is accessed one element at a time (`tests/test_matmul_vectorization.py` checks it in the PTX)
 
