@@ -32,10 +32,15 @@ DATASET_SHAPES = (
 # Shapes for learning to predict the best config of an unseen shape: M from 1 to 8192 (decode to prefill), each
 # with 3 (N, K) pairs drawn with random.Random(0) from real models (Llama-2/3 MLP and attention, GPT-2 768/2304/
 # 3072, Llama-2-13B 5120/13824, 8192x1024 projections) and from outside them (3000/5000, 4608/1536), keeping
-# those of at most 0.7 TFLOP; 13 of the 79 have N and K that are not multiples of 16. The last 26, added after the
+# those of at most 0.7 TFLOP; 13 of the 79 have N and K that are not multiples of 16. The next 26, added after the
 # first 79, all have N or K outside multiples of 16 (GPT-2's vocabulary 50257, and 7000/2500, 1500/4500, 6000/1000).
-# The last 48 are drawn with random.Random(2026): M = round(2 ** uniform(0, 13)); N and K each, with even odds, one
-# of the real-model sizes above (768 ... 14336) or round(2 ** uniform(9, 14)); kept if at most 0.25 TFLOP and new.
+# Then 48 drawn with random.Random(2026): M = round(2 ** uniform(0, 13)); N and K each, with even odds, one of the
+# real-model sizes above (768 ... 14336) or round(2 ** uniform(9, 14)); kept if at most 0.25 TFLOP and new.
+# The last 96 aim at the two mixed alignment classes, the scarcest and worst-predicted of the first 153 (13 shapes
+# with only K off multiples of 16, 18 with only N off): 48 drawn with random.Random(2027), then 48 with
+# random.Random(2028), each alternately (N aligned, K off) and (N off, K aligned); M = round(2 ** uniform(0, 13)); an
+# aligned size is, with even odds, a real-model size or a multiple of 16 near 2 ** uniform(9, 14); an unaligned size
+# is round(2 ** uniform(9, 14)) off multiples of 16; kept if at most 0.25 TFLOP and new.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -65,6 +70,22 @@ PREDICTION_SHAPES = (
     (413, 7735, 1479), (41, 3105, 768), (5653, 1024, 2560), (338, 13544, 4096), (19, 2560, 2872), (67, 925, 1049),
     (275, 2048, 651), (36, 1536, 5120), (4397, 14336, 984), (606, 801, 7788), (105, 893, 1978), (46, 1024, 1536),
     (22, 4096, 8629), (13, 5120, 1024), (116, 1323, 2048), (8, 10758, 2106), (1163, 5228, 1734), (4, 3721, 749),
+    (3, 768, 4959), (1264, 4478, 2032), (23, 2304, 5533), (2, 5047, 2304), (5200, 4944, 1239), (95, 881, 9488),
+    (4865, 4096, 904), (1250, 1871, 1520), (2, 6144, 15562), (960, 1950, 1536), (12, 14336, 4827), (156, 7329, 5120),
+    (8, 2304, 3941), (922, 5113, 3888), (3, 5120, 537), (1, 4517, 3024), (92, 2544, 8895), (31, 974, 2048),
+    (237, 14336, 1260), (317, 3930, 3072), (838, 720, 701), (87, 830, 13824), (6363, 6000, 2259), (5094, 1183, 2128),
+    (361, 6704, 2564), (361, 9225, 864), (205, 3072, 10093), (6, 1974, 8816), (6, 2048, 1227), (2, 7162, 4096),
+    (409, 8192, 10525), (120, 789, 4096), (10, 2048, 12263), (119, 1514, 1024), (256, 14864, 9971), (31, 10201, 960),
+    (174, 2928, 1022), (979, 709, 13824), (9, 1024, 970), (167, 7726, 2864), (33, 2928, 3257), (2, 8887, 928),
+    (77, 704, 5954), (162, 1426, 640), (6170, 2528, 543), (5, 6397, 2416), (3515, 2048, 11021), (325, 3654, 1024),
+    (25, 768, 1860), (11, 899, 2304), (274, 768, 3682), (108, 4311, 768), (15, 1424, 14404), (8, 2163, 11792),
+    (68, 14336, 903), (30, 7560, 8192), (7983, 1856, 1335), (1, 6233, 3216), (14, 14336, 2794), (195, 2542, 1088),
+    (2, 8960, 4485), (204, 6511, 4976), (1745, 11008, 1842), (4, 9672, 2048), (2743, 784, 10194), (198, 4876, 4752),
+    (180, 1136, 10511), (1, 9066, 2608), (8, 13824, 524), (3075, 719, 1888), (1716, 11488, 6225), (10, 10215, 2416),
+    (1, 8192, 876), (2, 5386, 16048), (151, 7680, 561), (4, 8066, 768), (64, 3328, 817), (641, 13122, 12256),
+    (2, 13824, 3043), (159, 10413, 8192), (3, 5120, 7224), (221, 3287, 14336), (140, 768, 6679), (9, 1689, 6144),
+    (1067, 2576, 5006), (6, 3241, 2112), (1, 1536, 11448), (40, 3906, 2464), (3311, 1328, 15355), (5, 2485, 13824),
+    (57, 1216, 568), (6180, 4902, 4112), (71, 3072, 3105), (1513, 4630, 4720), (4, 768, 5906), (77, 4871, 1072),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
