@@ -14,6 +14,7 @@ import pytest
 
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import Dataset
+from tunebench.measure.replay import ReplayEvaluator
 from tunebench.measure.result import Result, Status
 from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, feature_names, feature_row, features,
                                fit_predictor, grouped_folds, load_predictor, read_header, save_predictor,
@@ -305,6 +306,33 @@ def test_best_config_is_the_full_rankings_pick_when_the_shortlist_holds_it(data,
         expected = predictor.config(int(shortlist[np.argmax(scores[shortlist])]))
         assert predictor.best_config(shape) == expected
         assert len(shortlist) <= 4 * 8
+
+
+def test_timed_best_config_keeps_the_fastest_of_the_models_top_k(dataset, predictor):
+    shape = SHAPES[1]
+    pick = predictor.timed_best_config(shape, ReplayEvaluator(dataset, shape), k=5)
+    top = predictor.top_configs(shape, 5)
+    assert [dict(result.config) for result in pick.results] == top
+    latencies = [synthetic_latency(shape, config) for config in top]
+    assert pick.config == top[int(np.argmin(latencies))]
+    assert pick.latency_ms == pytest.approx(min(latencies))
+
+
+class FailingEvaluator:
+    shape = SHAPES[0]
+
+    def evaluate(self, configs):
+        return [Result(config, Status.COMPILE_ERROR, error="out of resources") for config in configs]
+
+
+def test_timed_best_config_errors(dataset, predictor):
+    with pytest.raises(RuntimeError, match=r"none of the model's top 3 configs ran .*compile_error"):
+        predictor.timed_best_config(SHAPES[0], FailingEvaluator(), k=3)
+    with pytest.raises(ValueError, match=r"measures shape \(3, 5000, 3000\), not \(1, 4096, 4096\)"):
+        predictor.timed_best_config(SHAPES[0], ReplayEvaluator(dataset, SHAPES[1]))
+    for k in (0, 41, True, 2.0):
+        with pytest.raises(ValueError, match=f"k must be an integer from 1 to 40 .*got {k!r}"):
+            predictor.timed_best_config(SHAPES[0], FailingEvaluator(), k=k)
 
 
 def test_portfolio_is_a_greedy_cover_of_near_best_configs(data):

@@ -1,11 +1,12 @@
 """Config prediction for unseen shapes: features, rankers, grouped cross-validation and a dispatcher.
 
 Train on a recorded dataset whose shapes share one candidate set of configs, score by shape-grouped CV, and save a
-`Predictor` whose `best_config(shape)` picks among the candidates for a shape it never saw.
+`Predictor` whose `best_config(shape)` picks among the candidates for a shape it never saw, or whose
+`timed_best_config(shape, evaluator)` times its top k and keeps the fastest.
 """
 
-from tunebench.predict.dispatch import (CompiledForest, Predictor, PredictorError, fit_predictor, load_predictor,
-                                        read_header, save_predictor)
+from tunebench.predict.dispatch import (CompiledForest, Predictor, PredictorError, TimedPick, fit_predictor,
+                                        load_predictor, read_header, save_predictor)
 from tunebench.predict.evaluation import FAMILIES, by_family, family, grouped_folds, per_shape_table, summarize_efficiency
 from tunebench.predict.features import Hardware, feature_names, feature_row, features
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, select_ranker, training_data
@@ -13,7 +14,7 @@ from tunebench.predict.protocol import SELECTED, CrossValidation, cross_validate
 
 __all__ = [
     "FAMILIES", "SELECTED", "CompiledForest", "ConfigRanker", "CrossValidation", "Hardware", "Predictor",
-    "PredictorError", "RankerSettings", "TrainingData", "by_family", "cross_validate", "family", "feature_names",
+    "PredictorError", "RankerSettings", "TimedPick", "TrainingData", "by_family", "cross_validate", "family", "feature_names",
     "feature_row", "features", "fit_predictor", "grouped_folds", "load_predictor", "per_shape_table", "read_header",
     "save_predictor", "select_ranker", "summarize_efficiency", "training_data",
 ]
