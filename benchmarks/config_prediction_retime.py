@@ -10,6 +10,9 @@ is the "time the top 10, keep the fastest" dispatcher's own sitting; rounds 1.. 
 (fastest median over the set) / (median of the pick) over those rounds, so the hybrid's choice and its judgement use
 independent timings.
 
+The picks are frozen beside the journal (J.picks.csv, a copy of --per-shape made by the first sitting), so that a
+resumed sitting times the same picks and the summary judges them, whatever per_shape.csv holds later.
+
 GPU:  PYTHONPATH=lib python3 benchmarks/config_prediction_retime.py measure --journal J --stop-after-s 520
 CPU:  .venv/bin/python benchmarks/config_prediction_retime.py summarize --journal results/config_prediction/retime_h100.csv
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -62,15 +66,22 @@ def timed_sets(per_shape: pd.DataFrame, dataset_path: Path) -> dict[tuple[int, i
     return sets
 
 
+def picks_path(journal: Path) -> Path:
+    """The per-shape picks a journal times, frozen beside it."""
+    return journal.with_suffix(".picks.csv")
+
+
 def measure(args: argparse.Namespace) -> None:
     """Time every shape's set, round by round, appending each result to the journal (resumable)."""
     from tqdm import tqdm
 
     from tunebench.measure.live import GpuBench
 
-    per_shape = pd.read_csv(args.per_shape)
-    sets = timed_sets(per_shape, args.dataset)
     journal = Path(args.journal)
+    picks = picks_path(journal)
+    if not picks.exists():
+        shutil.copyfile(args.per_shape, picks)
+    sets = timed_sets(pd.read_csv(picks), args.dataset)
     done = set()
     if journal.exists():
         existing = pd.read_csv(journal)
@@ -101,7 +112,10 @@ def summarize(args: argparse.Namespace) -> None:
     from tunebench.tables import markdown_table
 
     journal = pd.read_csv(args.journal)
-    per_shape = pd.read_csv(args.per_shape)
+    picks = picks_path(Path(args.journal))
+    if not picks.exists():
+        raise FileNotFoundError(f"no frozen picks at {picks}: `measure` writes them beside the journal")
+    per_shape = pd.read_csv(picks)
     table = retimed_efficiency(journal, per_shape, TOP_K)
     provenance = json.loads(Path(args.journal).with_suffix(".provenance.json").read_text())
     columns = [name for name in table.columns if name not in ("M", "N", "K", "configs timed")]
@@ -120,8 +134,9 @@ Command: `{provenance['command']}` on {provenance['gpu_name']} (Triton {provenan
 top {TOP_K} and the dispatcher's pick (median {table['configs timed'].median():.0f} configs), timed in {rounds} interleaved
 rounds (configs shuffled per round). Round 0 is the sitting in which "top {TOP_K} timed" picks its fastest; every
 efficiency is judged on the median of rounds 1 to {rounds - 1}: fastest median in the set / the pick's median. The
-picks are those of `per_shape.csv` (out of fold, GroupKFold by shape). "(replay)" rows judge the same picks by the
-recorded dataset, as benchmarks/config_prediction.py does. "recorded best" is the replay's measured best, judged here.
+picks are those of `{picks.name}` (out of fold, GroupKFold by shape), the `per_shape.csv` of the replay run that
+chose them. "(replay)" rows judge the same picks by the recorded dataset, as benchmarks/config_prediction.py does.
+"recorded best" is the replay's measured best, judged here.
 
 {markdown_table(summary)}
 
@@ -140,7 +155,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("measure", "summarize"))
     parser.add_argument("--journal", type=Path, default=REPO / "results" / "config_prediction" / "retime_h100.csv")
-    parser.add_argument("--per-shape", type=Path, default=PER_SHAPE)
+    parser.add_argument("--per-shape", type=Path, default=PER_SHAPE, help="the picks to time (first sitting only)")
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--stop-after-s", type=float, default=float("inf"))

@@ -30,8 +30,9 @@ from tunebench.measure.replay import ReplayEvaluator
 from tunebench.plots import resolve_dataset
 from tunebench.predict import by_family, fit_predictor, grouped_folds, read_header, summarize_efficiency, training_data
 from tunebench.predict.compiled import load_table
-from tunebench.predict.evaluation import shape_efficiency
+from tunebench.predict.evaluation import retimed_efficiency, shape_efficiency
 from tunebench.predict.model import RankerSettings
+from tunebench.prediction_plots import plot_efficiency_cdf
 from tunebench.report import repo_path, set_style, show_run_header
 from tunebench.search import make_strategy
 from tunebench.search.warm_start import warm_start
@@ -50,6 +51,7 @@ trace_strategy = "lfbo"  # the inner strategy of the traced searches
 seeds_k = 10  # the model's top configs the warm start measures first
 budget = 150  # unique evaluations per traced search
 cdf_from = 0.6  # left end of the efficiency axis
+retime_journal = "results/config_prediction/retime_h100.csv"  # side-by-side re-timing (its picks beside it, .picks.csv)
 
 # %%
 recorded = open_dataset(resolve_dataset(dataset))
@@ -59,7 +61,7 @@ per_shape = pd.read_csv(results / "per_shape.csv")
 header = read_header(next(results.glob("*.predictor")))
 show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "results_dir": results_dir, "fold": fold, "permutation_repeats": permutation_repeats,
                  "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
-                 "cdf_from": cdf_from},
+                 "cdf_from": cdf_from, "retime_journal": retime_journal},
                 {"kernel": data.kernel, "dtype": data.dtype, "gpu": data.gpu, "shapes": len(data.shapes),
                  "candidates": len(data.candidates), "deployed model": str(header["settings"]),
                  "measured": recorded.provenance.get("date", "?")})
@@ -75,19 +77,24 @@ pipelines = {"throughput": "log1p(TFLOPS) regression", "relative": "relative-spe
              "selected": "objective chosen on the inner split", "dispatcher": "dispatcher (shortlist)",
              "selected_top10_timed": "its top 10 timed, fastest kept (10 measurements)"}
 figure, axis = plt.subplots(figsize=(8, 4.5))
-for column, label in pipelines.items():
-    values = np.sort(per_shape[f"{column}_efficiency"].to_numpy())
-    axis.step(values, np.arange(1, len(values) + 1) / len(values), where="post", label=label)
-for value, name in ((0.9805, "CK P10"), (0.9545, "CK min")):
-    axis.axvline(value, color="grey", linestyle=":", linewidth=1)
-    axis.text(value, 0.02, name, rotation=90, color="grey", ha="right")
-below = {label: int((per_shape[f"{column}_efficiency"] < cdf_from).sum()) for column, label in pipelines.items()}
-axis.set(xlabel="efficiency (best latency / latency of the pick)", ylabel="share of shapes at or below",
-         xlim=(cdf_from, 1.005),
-         title=f"shapes below {cdf_from:.0%} (left of the axis): "
-               + ", ".join(f"{label} {count}" for label, count in below.items() if count) if any(below.values())
-         else "every shape is on the axis")
-axis.legend(loc="upper left");
+plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, label in pipelines.items()}, cdf_from);
+
+# %% [markdown]
+# ## Side by side on the GPU
+# The replay above judges a pick against the minimum of 600 timings from one sitting. Here each shape's picks and its
+# recorded 20 fastest candidates were timed again together on the GPU, in interleaved rounds
+# (`benchmarks/config_prediction_retime.py`): "top 10 timed" keeps its fastest in round 0, and every pick is judged on
+# the median of the later rounds against the fastest of the set. The picks are those frozen with the timings: the
+# out-of-fold picks of the run they were timed for, which may predate the current dataset (its shape count is shown).
+
+# %%
+retimed = retimed_efficiency(pd.read_csv(repo_path(retime_journal)),
+                             pd.read_csv(repo_path(retime_journal).with_suffix(".picks.csv")), 10)
+judged = {"prediction": "prediction", "dispatcher": "dispatcher (shortlist)",
+          "top 10 timed": "its top 10 timed in round 0, fastest kept", "recorded best": "the replay's measured best"}
+figure, axis = plt.subplots(figsize=(8, 4.5))
+plot_efficiency_cdf(axis, {label: retimed[column] for column, label in judged.items()}, cdf_from)
+axis.set_title(f"{len(retimed)} shapes re-timed; " + axis.get_title());
 
 # %% [markdown]
 # ## Per family
