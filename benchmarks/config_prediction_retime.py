@@ -128,7 +128,7 @@ def summarize(args: argparse.Namespace) -> None:
 
 Command: `{provenance['command']}` on {provenance['gpu_name']} (Triton {provenance['triton']}, first sitting
 {provenance['date']}; a run stopped by `--stop-after-s` resumes from the journal, `{Path(args.journal).name}`); summary:
-`.venv/bin/python benchmarks/config_prediction_retime.py summarize`.
+`.venv/bin/python {' '.join(sys.argv)}`.
 
 {len(table)} held-out shapes; per shape {RECORDED_FASTEST} recorded fastest candidates, the `selected` model's out-of-fold
 top {TOP_K} and the dispatcher's pick (median {table['configs timed'].median():.0f} configs), timed in {rounds} interleaved
