@@ -27,12 +27,11 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from tunebench.measure.replay import ReplayEvaluator
-from tunebench.plots import resolve_dataset
+from tunebench.plots import plot_efficiency_cdf, resolve_dataset
 from tunebench.predict import by_family, fit_predictor, grouped_folds, read_header, summarize_efficiency, training_data
 from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import retimed_efficiency, shape_efficiency
 from tunebench.predict.model import RankerSettings
-from tunebench.prediction_plots import plot_efficiency_cdf
 from tunebench.report import repo_path, set_style, show_run_header
 from tunebench.search import make_strategy
 from tunebench.search.warm_start import warm_start

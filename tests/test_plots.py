@@ -370,12 +370,10 @@ def test_resolve_dataset_reaches_the_shared_folder_beside_the_repository() -> No
 
 
 def test_efficiency_cdf_draws_one_curve_per_picker_and_counts_shapes_left_of_the_axis():
-    from tunebench.prediction_plots import plot_efficiency_cdf
-
     figure, axis = plt.subplots()
-    plot_efficiency_cdf(axis, {"a": [0.5, 0.9, 1.0], "b": [0.95, 1.0]}, 0.6)
+    plots.plot_efficiency_cdf(axis, {"a": [0.5, 0.9, 1.0], "b": [0.95, 1.0]}, 0.6)
     assert [line.get_label() for line in axis.get_lines() if not line.get_label().startswith("_")] == ["a", "b"]
     assert axis.get_title() == "shapes below 60% (left of the axis): a 1"
     with pytest.raises(ValueError, match="left must lie in \\(0, 1\\), got 1.2"):
-        plot_efficiency_cdf(axis, {}, 1.2)
+        plots.plot_efficiency_cdf(axis, {}, 1.2)
     plt.close(figure)

@@ -1,5 +1,5 @@
 """Figures and tables of the notebooks: best-so-far traces, PCA of sampled configs, failures, search-space views,
-the roofline; and `StudyPlan`, the replay study that strategy_comparison runs and sampled_configs reuses."""
+the roofline, efficiency CDFs of config prediction; and `StudyPlan`, the replay study that strategy_comparison runs and sampled_configs reuses."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ DATASHEET_BANDWIDTH = {"NVIDIA H100 80GB HBM3": (3.35e12, "H100 SXM datasheet HB
 MEASURED_BANDWIDTH_KEY = "memory_bandwidth_bytes_per_s"
 OPTIMUM_COLOR = "#d62728"
 LATENCY_CMAP = "viridis_r"  # the fastest configs bright
+# CK Tile's dispatcher, published (fp16 on gfx950, their protocol and candidates): P10 and min efficiency.
+CK_MARKS = {"CK P10": 0.9805, "CK min": 0.9545}
 
 
 def strategy_colors(strategies: Sequence[str]) -> dict[str, tuple]:
@@ -954,3 +956,24 @@ def open_study(study: str) -> tuple[StudyPlan, pd.DataFrame, Path]:
         return plan, pd.read_parquet(path), path
     print(f"{_shown(path)} is not there yet: running strategy_comparison's default study")
     return plan, plan.run(study_dir), path
+
+
+def plot_efficiency_cdf(axis: Axes, curves: Mapping[str, np.ndarray], left: float) -> Axes:
+    """One step curve per picker: the share of shapes whose efficiency is at or below x, from `left` to 1 (further
+    right is better). The title counts the shapes left of the axis."""
+    if not 0 < left < 1:
+        raise ValueError(f"left must lie in (0, 1), got {left!r}")
+    below = {}
+    for label, efficiency in curves.items():
+        values = np.sort(np.asarray(efficiency, dtype=float))
+        axis.step(values, np.arange(1, len(values) + 1) / len(values), where="post", label=label)
+        below[label] = int((values < left).sum())
+    for name, value in CK_MARKS.items():
+        axis.axvline(value, color="grey", linestyle=":", linewidth=1)
+        axis.text(value, 0.02, name, rotation=90, color="grey", ha="right")
+    counted = ", ".join(f"{label} {count}" for label, count in below.items() if count)
+    axis.set(xlabel="efficiency (best latency / latency of the pick)", ylabel="share of shapes at or below",
+             xlim=(left, 1.005),
+             title=f"shapes below {left:.0%} (left of the axis): {counted}" if counted else "every shape is on the axis")
+    axis.legend(loc="upper left")
+    return axis
