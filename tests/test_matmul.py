@@ -55,6 +55,16 @@ def test_specialization_follows_divisibility_of_n_and_k_only():
     assert matmul.specialization((16, 4096, 4096)) != matmul.specialization((16, 4096, 3000))
 
 
+def test_alignment_hint_is_the_largest_common_width_below_16():
+    assert matmul.alignment(5000) == 8 and matmul.alignment(5000, 3000) == 8
+    assert matmul.alignment(4100) == 4 and matmul.alignment(4100, 5000) == 4
+    assert matmul.alignment(1002) == 2 and matmul.alignment(1002, 1001) == 1
+    assert matmul.alignment(4096) == 1 and matmul.alignment(4096, 4096) == 1  # Triton's own specialization sees 16
+    assert matmul.alignment(4096, 5000) == 8  # a stride of 5000 keeps the hint at 8
+    hints = [spec[-2:] for spec in map(matmul.specialization, [(1, 4096, 4096), (1, 5000, 3000), (1, 1002, 4100)])]
+    assert hints == [(1, 1), (8, 8), (4, 2)]  # (K, N) hints: each selects its own binary
+
+
 def test_inputs_are_random_and_seeded():
     first = matmul.make_inputs((3, 5, 7), "float16", "cpu", seed=1)
     again = matmul.make_inputs((3, 5, 7), "float16", "cpu", seed=1)
@@ -69,7 +79,8 @@ def test_relative_error_rejects_nan():
     assert matmul.relative_error(expected * 1.01, expected) == pytest.approx(0.01)
 
 
-INTERPRETER_SHAPES = [(1, 33, 70), (19, 50, 45), (5, 64, 96)]
+# K hinted 2, N odd; N hinted 2, K odd; both multiples of 16; N hinted 8 and K hinted 4.
+INTERPRETER_SHAPES = [(1, 33, 70), (19, 50, 45), (5, 64, 96), (6, 40, 52)]
 
 
 def _sample_configs(count, seed):
@@ -95,7 +106,7 @@ def test_interpreter_matches_reference_on_odd_shapes(shape):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", matmul.DTYPES)
-@pytest.mark.parametrize("shape", [(1, 4096, 4096), (77, 5000, 3000), (129, 160, 4100)])
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (77, 5000, 3000), (129, 160, 4100), (33, 1002, 514), (8, 777, 999)])
 def test_gpu_matches_reference(dtype, shape):
     for config in _sample_configs(4, seed=sum(shape)):
         inputs = matmul.make_inputs(shape, dtype, "cuda", seed=4)

@@ -41,6 +41,9 @@ DATASET_SHAPES = (
 # random.Random(2028), each alternately (N aligned, K off) and (N off, K aligned); M = round(2 ** uniform(0, 13)); an
 # aligned size is, with even odds, a real-model size or a multiple of 16 near 2 ** uniform(9, 14); an unaligned size
 # is round(2 ** uniform(9, 14)) off multiples of 16; kept if at most 0.25 TFLOP and new.
+# The 94 shapes that `hinted` selects were measured again once the kernel had its alignment hints (2026-11-24, the
+# sittings whose provenance has a kernel_source_sha256); their timings without hints are kept in
+# results/datasets/matmul_bfloat16_h100_prediction_unhinted.parquet.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -96,6 +99,8 @@ TOLERANCE = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 1e-4}
 # M is the batch-like dimension: leaving it unspecialized lets every M share one compiled binary
 # (Triton would otherwise compile separate variants for M == 1 and M % 16 == 0); N, K and the
 # strides stay specialized because their divisibility decides whether loads are vectorized.
+# Triton knows only divisibility by 16; ALIGN_K and ALIGN_N (see `alignment`) tell it 8, 4 or 2 where that holds,
+# so that rows of 5000 bf16 elements still load as 16-byte vectors and stream through the software pipeline.
 @triton.jit(do_not_specialize=["M"])
 def matmul_kernel(
     a_ptr, b_ptr, c_ptr,
@@ -103,7 +108,15 @@ def matmul_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    ALIGN_K: tl.constexpr = 1, ALIGN_N: tl.constexpr = 1,
 ):
+    if ALIGN_K > 1:  # the wrapper guarantees divisibility, so these rewrites keep the values and add the fact
+        K = K // ALIGN_K * ALIGN_K
+        stride_am = stride_am // ALIGN_K * ALIGN_K
+    if ALIGN_N > 1:
+        N = N // ALIGN_N * ALIGN_N
+        stride_bk = stride_bk // ALIGN_N * ALIGN_N
+        stride_cm = stride_cm // ALIGN_N * ALIGN_N
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
     # Grouped ordering: GROUP_M row-blocks share the same B column-blocks while they sit in L2.
@@ -272,10 +285,25 @@ def grid(config: Mapping[str, Any], shape: tuple[int, int, int]) -> tuple[int, i
     return triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]), config["SPLIT_K"]
 
 
-def _launch_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
+def alignment(*values: int) -> int:
+    """The divisibility hint for a dimension and the strides that step along it: the largest of 8, 4 and 2 that
+    divides every value, or 1 where none does or where all are multiples of 16 (Triton's own specialization sees those,
+    and a hint of 1 compiles exactly the kernel it did before hints existed)."""
+    if all(value % 16 == 0 for value in values):
+        return 1
+    return next((width for width in (8, 4, 2) if all(value % width == 0 for value in values)), 1)
+
+
+def hinted(shape: tuple[int, ...]) -> bool:
+    """Whether the alignment hints change the compiled kernel: N or K even but off multiples of 16."""
+    _, n, k = check_shape(shape)
+    return alignment(n) > 1 or alignment(k) > 1
+
+
+def _launch_arguments(config: Mapping[str, Any], align_k: int, align_n: int) -> dict[str, Any]:
     return {
         "BLOCK_M": config["BLOCK_M"], "BLOCK_N": config["BLOCK_N"], "BLOCK_K": config["BLOCK_K"],
-        "GROUP_M": config["GROUP_M"], "SPLIT_K": config["SPLIT_K"],
+        "GROUP_M": config["GROUP_M"], "SPLIT_K": config["SPLIT_K"], "ALIGN_K": align_k, "ALIGN_N": align_n,
         "num_warps": config["num_warps"], "num_stages": config["num_stages"],
     }
 
@@ -291,7 +319,7 @@ def run(config: Mapping[str, Any], inputs: MatmulInputs) -> torch.Tensor:
     matmul_kernel[grid(config, (m, n, k))](
         a, b, target, m, n, k,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), target.stride(0), target.stride(1),
-        **_launch_arguments(config),
+        **_launch_arguments(config, alignment(k, a.stride(0)), alignment(n, b.stride(0), target.stride(0))),
     )
     if config["SPLIT_K"] > 1:
         out.copy_(target)
@@ -311,16 +339,17 @@ def compile_only(config: Mapping[str, Any], shape: tuple[int, ...], dtype: str) 
     out_dtype = element if split_k == 1 else torch.float32
     return matmul_kernel.warmup(
         element, element, out_dtype, m, n, k, k, 1, n, 1, n, 1,
-        grid=grid(config, (m, n, k)), **_launch_arguments(config),
+        grid=grid(config, (m, n, k)), **_launch_arguments(config, alignment(k), alignment(n)),
     )
 
 
-def specialization(shape: tuple[int, ...]) -> tuple[bool, ...]:
+def specialization(shape: tuple[int, ...]) -> tuple[int | bool, ...]:
     """The part of a shape that selects a distinct compiled binary: Triton specializes integer
-    arguments on == 1 and on divisibility by 16 (M is exempt, see the kernel)."""
+    arguments on == 1 and on divisibility by 16 (M is exempt, see the kernel), and the wrapper passes
+    the alignment hints of K and N."""
     _, n, k = check_shape(shape)
     specialized = (n, k, k, n, n)  # N, K, stride_am, stride_bk, stride_cm (unit strides are the same for all)
-    return tuple(flag for value in specialized for flag in (value == 1, value % 16 == 0))
+    return (*(flag for value in specialized for flag in (value == 1, value % 16 == 0)), alignment(k), alignment(n))
 
 
 # ---------------------------------------------------------------------------------------------

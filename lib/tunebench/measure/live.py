@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import hashlib
+import inspect
 import math
 import os
 import platform
@@ -322,6 +324,7 @@ class GpuBench:
             "compute_capability": f"{properties.major}.{properties.minor}",
             "memory_gib": round(properties.total_memory / 2**30, 1), "driver": driver, "cuda": torch.version.cuda,
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
+            "kernel_source_sha256": hashlib.sha256(inspect.getsource(self.kernel).encode()).hexdigest()[:16],
             "host_cpus": os.cpu_count(), "compile_workers": self.compile_workers,
             "timing_core": sorted(self.cores.timing) if self.cores.timing else "shared", "timing": self.timing.describe(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
