@@ -1,8 +1,9 @@
-"""The compiled-resource table: compiling on the CPU gives what a real launch compiles (on the GPU), an unaligned
-operand of a wide tile keeps one shared-memory buffer instead of num_stages (on the CPU, in a subprocess: the suite runs Triton's
-interpreter), and the table's save, load and lookup, with its errors."""
+"""The compiled-resource table: compiling on the CPU gives what a real launch compiles (on the GPU), an odd operand of
+a wide tile keeps one shared-memory buffer instead of num_stages while a hinted one keeps them all (on the CPU, in a
+subprocess: the suite runs Triton's interpreter), and the table's save, load and lookup, with its errors."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -13,35 +14,40 @@ import pandas as pd
 import pytest
 
 from tunebench.kernels import matmul
-from tunebench.predict.compiled import FACTS, CompiledResources, load_table, save_table
+from tunebench.predict.compiled import FACTS, CompiledResources, compile_matmul, load_table, save_table
 
 REPO = Path(__file__).resolve().parent.parent
 WIDE = {"BLOCK_M": 64, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 8, "num_stages": 3}
 NAMES = tuple(WIDE)
 
 
-def compiled_in_subprocess(config: dict, n_aligned: bool, k_aligned: bool) -> dict:
+def compiled_in_subprocess(config: dict, n_divisibility: int, k_divisibility: int) -> dict:
     env = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(REPO / "lib")
-    run = subprocess.run([sys.executable, __file__, json.dumps([config, n_aligned, k_aligned])], env=env, check=True,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run([sys.executable, __file__, json.dumps([config, n_divisibility, k_divisibility])], env=env,
+                         check=True, capture_output=True, text=True, timeout=300)
     return json.loads(run.stdout.splitlines()[-1])
 
 
-def test_an_operand_off_multiples_of_16_keeps_one_shared_buffer():
+def test_an_odd_operand_keeps_one_shared_buffer_and_a_hinted_one_all():
     tile_a = WIDE["BLOCK_M"] * WIDE["BLOCK_K"] * 2
     tile_b = WIDE["BLOCK_K"] * WIDE["BLOCK_N"] * 2
-    aligned = compiled_in_subprocess(WIDE, True, True)
-    k_off = compiled_in_subprocess(WIDE, True, False)
+    aligned = compiled_in_subprocess(WIDE, 16, 16)
+    k_odd = compiled_in_subprocess(WIDE, 16, 1)
+    k_hinted = compiled_in_subprocess(WIDE, 16, 8)
     assert aligned["shared_memory_bytes"] == WIDE["num_stages"] * (tile_a + tile_b)
-    assert k_off["shared_memory_bytes"] == tile_a + WIDE["num_stages"] * tile_b
+    assert k_odd["shared_memory_bytes"] == tile_a + WIDE["num_stages"] * tile_b
+    assert k_hinted["shared_memory_bytes"] == aligned["shared_memory_bytes"]
     assert aligned["wgmma"] > 0 and aligned["cp_async"] > 0 and aligned["scalar_global_loads"] == 0
-    assert k_off["scalar_global_loads"] > 0
+    assert k_odd["scalar_global_loads"] > 0 and k_hinted["scalar_global_loads"] == 0
     assert 0 < aligned["registers"] <= 255
+    with pytest.raises(ValueError, match=r"divisibilities \(16, 3\)"):
+        compile_matmul(WIDE, 16, 3)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(512, 4096, 4096), (300, 4095, 4096), (77, 4096, 2130), (1, 3000, 999)])
+@pytest.mark.parametrize("shape", [(512, 4096, 4096), (300, 4095, 4096), (77, 4096, 2130), (1, 3000, 999),
+                                   (64, 4100, 5000)])
 @pytest.mark.parametrize("split_k", [1, 4])
 def test_the_cpu_compile_is_what_a_launch_compiles(shape, split_k):
     from tunebench.predict.compiled import compile_matmul, kernel_facts
@@ -52,8 +58,8 @@ def test_the_cpu_compile_is_what_a_launch_compiles(shape, split_k):
     target = inputs.out if split_k == 1 else inputs.workspace
     launched = matmul.matmul_kernel[matmul.grid(config, shape)](
         a, b, target, *shape, a.stride(0), a.stride(1), b.stride(0), b.stride(1), target.stride(0), target.stride(1),
-        **config)
-    offline = compile_matmul(config, shape[1] % 16 == 0, shape[2] % 16 == 0, "bfloat16")
+        ALIGN_K=matmul.alignment(shape[2]), ALIGN_N=matmul.alignment(shape[1]), **config)
+    offline = compile_matmul(config, math.gcd(shape[1], 16), math.gcd(shape[2], 16), "bfloat16")
     assert kernel_facts(launched) == kernel_facts(offline)
 
 
@@ -63,18 +69,20 @@ def table(rows: list[dict]) -> pd.DataFrame:
 
 
 def test_lookup_round_trip_and_errors(tmp_path):
-    rows = [{**WIDE, "BLOCK_N": block_n, "N_divisible_16": n, "K_divisible_16": k}
-            for block_n in (128, 256) for n in (True, False) for k in (True, False)]
+    rows = [{**WIDE, "BLOCK_N": block_n, "N_divisibility": n, "K_divisibility": k}
+            for block_n in (128, 256) for n in (16, 1) for k in (16, 1)]
     path = tmp_path / "compiled.csv"
     save_table(table(rows), path, {"triton": "x.y", "capability": 90})
     resources = load_table(path, NAMES)
     assert resources.source == {"triton": "x.y", "capability": "90"}
     values = np.array([[WIDE[name] for name in NAMES], [{**WIDE, "BLOCK_N": 128}[name] for name in NAMES]])
-    found = resources.lookup(values, np.array([True, False]), np.array([False, False]))
+    found = resources.lookup(values, np.array([16, 1]), np.array([1, 1]))
     assert found["shared_memory_bytes"].tolist() == [256, 128]
     with pytest.raises(KeyError, match="BLOCK_N': 64.*never compiled"):
-        resources.lookup(np.array([[{**WIDE, "BLOCK_N": 64}[name] for name in NAMES]]), np.array([True]),
-                         np.array([True]))
+        resources.lookup(np.array([[{**WIDE, "BLOCK_N": 64}[name] for name in NAMES]]), np.array([16]),
+                         np.array([16]))
+    with pytest.raises(KeyError, match="N divisibility 8, K divisibility 16 was never compiled"):
+        resources.lookup(values[:1], np.array([8]), np.array([16]))
     with pytest.raises(ValueError, match="lacks columns.*registers"):
         CompiledResources(table(rows).drop(columns="registers"), NAMES, {})
 
@@ -82,5 +90,5 @@ def test_lookup_round_trip_and_errors(tmp_path):
 if __name__ == "__main__":
     from tunebench.predict.compiled import compile_matmul, kernel_facts
 
-    config, n_aligned, k_aligned = json.loads(sys.argv[1])
-    print(json.dumps(kernel_facts(compile_matmul(config, n_aligned, k_aligned))))
+    config, n_divisibility, k_divisibility = json.loads(sys.argv[1])
+    print(json.dumps(kernel_facts(compile_matmul(config, n_divisibility, k_divisibility))))

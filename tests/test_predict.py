@@ -102,30 +102,37 @@ def test_config_encoding_is_the_spaces(data):
 def test_interaction_features_by_hand(data):
     config = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 1, "SPLIT_K": 4, "num_warps": 4,
               "num_stages": 3}
-    row = dict(zip(feature_names(data.space), feature_row((200, 1000, 3000), config, data.space, "bfloat16",
+    row = dict(zip(feature_names(data.space), feature_row((200, 1001, 3001), config, data.space, "bfloat16",
                                                              data.resources)))
     assert (row["tiles_m"], row["tiles_n"], row["programs"]) == (4, 8, 128)
-    assert row["fill_last_tile_m"] == pytest.approx(8 / 64) and row["fill_last_tile_n"] == pytest.approx(104 / 128)
-    assert row["waves"] == pytest.approx(128 / 132) and row["k_iterations"] == math.ceil(3000 / (64 * 4))
-    # The compiler's figures for N and K off multiples of 16 (the table's row): 32 KiB of shared memory (72 KiB
-    # aligned), and 255 registers per thread, which limit the SM to 2 programs of 4 warps (32 x 256 registers a warp).
+    assert row["fill_last_tile_m"] == pytest.approx(8 / 64) and row["fill_last_tile_n"] == pytest.approx(105 / 128)
+    assert row["waves"] == pytest.approx(128 / 132) and row["k_iterations"] == math.ceil(3001 / (64 * 4))
+    # The compiler's figures for odd N and K (the table's row): 32 KiB of shared memory (72 KiB aligned), and 255
+    # registers per thread, which limit the SM to 2 programs of 4 warps (32 x 256 registers a warp).
     assert (row["shared_memory_per_program"], row["registers_per_thread"]) == (32768, 255)
     assert row["programs_per_sm"] == 2 and row["occupancy_waves"] == pytest.approx(128 / (132 * 2))
-    assert row["K_divisible_16"] == 0 and row["N_divisible_16"] == 0 and row["BLOCK_M"] == 6  # the space encodes log2
+    assert row["log2_K_divisibility"] == 0 and row["log2_N_divisibility"] == 0 and row["BLOCK_M"] == 6  # log2 codes
+    # N = 1000 and K = 3000 are multiples of 8: the alignment hints give the aligned kernel's three-stage buffers.
+    hinted = dict(zip(feature_names(data.space), feature_row((200, 1000, 3000), config, data.space, "bfloat16",
+                                                                data.resources)))
+    assert hinted["log2_K_divisibility"] == 3 and hinted["log2_N_divisibility"] == 3
+    assert hinted["shared_memory_per_program"] == 3 * (64 * 64 + 64 * 128) * 2
 
 
 def test_load_features_are_the_compilers_scalar_loads_for_every_candidate(resources):
-    """For each of the 600 candidates in each alignment class, the scalar loads the features count equal the 2-byte
-    global loads in the PTX that Triton 3.6 compiled for sm_90 (the table's `scalar_global_loads`)."""
+    """For each of the 600 candidates in each of the 25 alignment classes, the scalar loads the features count equal
+    the 2-byte global loads in the PTX that Triton 3.6 compiled for sm_90 (the table's `scalar_global_loads`): only
+    an odd operand is loaded element by element."""
     space = Space(matmul.config_space().parameters)
     table = resources.table
+    assert len(table.groupby(["N_divisibility", "K_divisibility"])) == 25
     values = table[list(space.names)].to_numpy(dtype=np.int64)
-    n = np.where(table["N_divisible_16"], 4096, 4095)
-    k = np.where(table["K_divisible_16"], 4096, 4095)
+    size_of = {16: 4096, 8: 4104, 4: 4100, 2: 4098, 1: 4095}  # a size the compiler knows divisible by exactly that
+    n, k = table["N_divisibility"].map(size_of).to_numpy(), table["K_divisibility"].map(size_of).to_numpy()
     matrix = features(np.column_stack([np.full(len(table), 256), n, k]), values, space, "bfloat16", resources)
     row = dict(zip(feature_names(space), matrix.T))
-    scalar = (row["a_loads_per_thread"] * ~table["K_divisible_16"].to_numpy()
-              + row["b_loads_per_thread"] * ~table["N_divisible_16"].to_numpy())
+    scalar = (row["a_loads_per_thread"] * (table["K_divisibility"] == 1).to_numpy()
+              + row["b_loads_per_thread"] * (table["N_divisibility"] == 1).to_numpy())
     np.testing.assert_array_equal(scalar, table["scalar_global_loads"].to_numpy())
     np.testing.assert_array_equal(row["shared_memory_per_program"], table["shared_memory_bytes"].to_numpy())
 
@@ -136,13 +143,16 @@ def test_load_features_count_unvectorized_operands_element_by_element(data):
     config = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 8,
               "num_stages": 3}
     names = feature_names(data.space)
-    aligned, k_odd, n_odd = (dict(zip(names, feature_row(shape, config, data.space, "bfloat16", data.resources)))
-                             for shape in ((256, 4096, 4096), (256, 4096, 4095), (256, 4095, 4096)))
+    aligned, k_odd, n_odd, k_hinted_2, n_hinted_8 = (
+        dict(zip(names, feature_row(shape, config, data.space, "bfloat16", data.resources)))
+        for shape in ((256, 4096, 4096), (256, 4096, 4095), (256, 4095, 4096), (256, 4096, 4098), (256, 4104, 4096)))
     assert aligned["a_loads_per_thread"] == 64 * 32 / (8 * 256)
     assert aligned["b_loads_per_thread"] == 32 * 128 / (8 * 256)
     assert k_odd["a_loads_per_thread"] == 8 * aligned["a_loads_per_thread"]
     assert k_odd["b_loads_per_thread"] == aligned["b_loads_per_thread"]
     assert n_odd["b_loads_per_thread"] == 8 * aligned["b_loads_per_thread"]
+    assert k_hinted_2["a_loads_per_thread"] == 4 * aligned["a_loads_per_thread"]  # 2 elements (4 bytes) at a time
+    assert n_hinted_8["b_loads_per_thread"] == aligned["b_loads_per_thread"]
     per_program = (1 + 2) * 128 + 64 * 128 / (8 * 256)  # A and B per K iteration, 128 iterations, then the C store
     assert aligned["log2_loads_per_program"] == pytest.approx(math.log2(per_program))
     assert aligned["log2_load_instructions_per_sm"] == pytest.approx(math.log2(4 * 32 * per_program * 8 / 132))

@@ -23,7 +23,7 @@ import sklearn
 
 from tunebench.kernels import matmul
 from tunebench.measure.result import Evaluator, Result
-from tunebench.predict.compiled import CompiledResources
+from tunebench.predict.compiled import CompiledResources, divisibility
 from tunebench.predict.features import Hardware, check_dtype, feature_names, features
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
 from tunebench.space import Space, parameter_from_spec
@@ -32,8 +32,9 @@ MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
 FORMAT_VERSION = 1
 SHORTLIST_NEIGHBOURS = 4  # training shapes whose top configs form a query's shortlist
 SHORTLIST_PER_SHAPE = 8  # top configs kept per training shape
-# Distance between shapes for the shortlist: |d log2 M| + 0.5 (|d log2 N| + |d log2 K|), and a mismatch in the
-# divisibility of N or K by 16 (vectorized loads or not) counts as far as 4 octaves of M.
+# Distance between shapes for the shortlist: |d log2 M| + 0.5 (|d log2 N| + |d log2 K|), and a mismatch in whether
+# N or K is even (vectorized loads, by Triton's specialization or the kernel's alignment hints, or element by element)
+# counts as far as 4 octaves of M.
 NEIGHBOUR_WEIGHTS = np.array([1.0, 0.5, 0.5])
 DIVISIBILITY_MISMATCH = 4.0
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
@@ -83,19 +84,28 @@ class CompiledForest:
         return self.value[node].reshape(rows, len(self.roots)).sum(axis=1) + self.baseline
 
 
+def vectorized(shapes: np.ndarray) -> np.ndarray:
+    """(shapes, 2) flags: N, K even, so that the GEMM loads them in vectors (compiler divisibility above 1)."""
+    return divisibility(np.asarray(shapes)[:, 1:]) > 1
+
+
 @dataclass
 class Shortlist:
-    """Per training shape, its log2 shape, divisibility flags and the candidate indices the model ranks highest."""
+    """Per training shape, its log2 shape, vectorization flags and the candidate indices the model ranks highest."""
 
     log2_shapes: np.ndarray  # (shapes, 3)
-    aligned: np.ndarray  # (shapes, 2) N and K divisible by 16
+    vectorized: np.ndarray  # (shapes, 2) N and K even: see `vectorized`
     top: np.ndarray  # (shapes, SHORTLIST_PER_SHAPE)
+
+    def distance(self, shape: Sequence[int]) -> np.ndarray:
+        """The dispatcher's distance from each training shape to `shape` (see NEIGHBOUR_WEIGHTS)."""
+        shape = np.asarray(shape, dtype=np.int64)
+        return (np.abs(self.log2_shapes - np.log2(shape.astype(np.float64))) @ NEIGHBOUR_WEIGHTS
+                + DIVISIBILITY_MISMATCH * (self.vectorized != vectorized(shape[None, :])).any(axis=1))
 
     def for_shape(self, shape: Sequence[int]) -> np.ndarray:
         """Candidate indices: the top lists of the SHORTLIST_NEIGHBOURS nearest training shapes, deduplicated."""
-        shape = np.asarray(shape, dtype=np.float64)
-        distance = (np.abs(self.log2_shapes - np.log2(shape)) @ NEIGHBOUR_WEIGHTS
-                    + DIVISIBILITY_MISMATCH * (self.aligned != (shape[1:] % 16 == 0)).any(axis=1))
+        distance = self.distance(shape)
         nearest = np.argpartition(distance, min(SHORTLIST_NEIGHBOURS, len(distance)) - 1)[:SHORTLIST_NEIGHBOURS]
         return np.unique(self.top[nearest])
 
@@ -195,7 +205,7 @@ def build_shortlist(ranker: ConfigRanker, data: TrainingData, shape_indices: np.
     shapes = data.shapes[shape_indices]
     scores = ranker.score(data.features[data.rows_of(shape_indices)]).reshape(len(shape_indices), -1)
     top = np.argsort(-restrict(scores, allowed), axis=1, kind="stable")[:, :min(SHORTLIST_PER_SHAPE, len(allowed))]
-    return Shortlist(np.log2(shapes.astype(np.float64)), shapes[:, 1:] % 16 == 0, top)
+    return Shortlist(np.log2(shapes.astype(np.float64)), vectorized(shapes), top)
 
 
 def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: np.ndarray | None = None,

@@ -12,12 +12,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tunebench.kernels import matmul
-from tunebench.predict.compiled import DIVISOR, CompiledResources
+from tunebench.predict.compiled import CompiledResources, divisibility
 from tunebench.space import ConfigError, Space
 
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
-VECTOR_BYTES = 16  # widest global load or store per thread; an operand whose row stride is not a multiple of DIVISOR
-# elements is accessed one element at a time (`tests/test_matmul_vectorization.py` checks it in the PTX)
+VECTOR_BYTES = 16  # widest global load or store per thread; an operand whose row stride the compiler knows to be
+# divisible by d elements (`compiled.divisibility`) is accessed d at a time, up to this (`tests/test_matmul_vectorization.py`)
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Hardware:
 
 PROBLEM_FEATURES = (
     "M", "N", "K", "log2_M", "log2_N", "log2_K", "arithmetic_intensity", "log2_M_over_N", "log2_M_over_K",
-    "log2_N_over_K", "N_divisible_16", "K_divisible_16",
+    "log2_N_over_K", "log2_N_divisibility", "log2_K_divisibility",
 )
 INTERACTION_FEATURES = (
     "tiles_m", "tiles_n", "programs", "log2_programs", "fill_last_tile_m", "fill_last_tile_n", "waves",
@@ -112,7 +112,7 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
 
     `shapes` is (n, 3) or (1, 3) (one shape against n configs); `config_values` is (n, parameters) from
     `config_columns`, or (1, parameters) against n shapes. `resources` holds what the compiler makes of each config
-    in each alignment class of N and K.
+    in each alignment class of N and K (their divisibility as the compiler knows it).
     """
     element_bytes = check_dtype(dtype)
     if tuple(space.names) != resources.parameter_names:
@@ -133,19 +133,18 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
     split_k, warps = config["SPLIT_K"].astype(np.float64), config["num_warps"].astype(np.float64)
 
     minimum_bytes = element_bytes * (m * k + k * n + m * n)
+    n_divisibility = divisibility(np.broadcast_to(shapes[:, 1], (rows,)))
+    k_divisibility = divisibility(np.broadcast_to(shapes[:, 2], (rows,)))
     problem = [
         m, n, k, np.log2(m), np.log2(n), np.log2(k), 2 * m * n * k / minimum_bytes,
-        np.log2(m / n), np.log2(m / k), np.log2(n / k),
-        (np.broadcast_to(shapes[:, 1], (rows,)) % DIVISOR == 0).astype(np.float64),
-        (np.broadcast_to(shapes[:, 2], (rows,)) % DIVISOR == 0).astype(np.float64),
+        np.log2(m / n), np.log2(m / k), np.log2(n / k), np.log2(n_divisibility), np.log2(k_divisibility),
     ]
 
     tiles_m, tiles_n = np.ceil(m / block_m), np.ceil(n / block_n)
     programs = tiles_m * tiles_n * split_k
     waves = programs / hardware.sm_count
     k_iterations = np.ceil(k / (block_k * split_k))
-    compiled = resources.lookup(np.broadcast_to(values, (rows, values.shape[1])), np.mod(n, DIVISOR) == 0,
-                                np.mod(k, DIVISOR) == 0)
+    compiled = resources.lookup(np.broadcast_to(values, (rows, values.shape[1])), n_divisibility, k_divisibility)
     shared, registers = compiled["shared_memory_bytes"], compiled["registers"]
     unit = hardware.register_allocation_unit
     warps_by_registers = np.floor(hardware.registers_per_sm / (np.ceil(32 * registers / unit) * unit))
@@ -157,11 +156,12 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
     padded = (tiles_m * block_m) * (tiles_n * block_n) * (k_iterations * block_k * split_k)
     # Split-K adds an fp32 workspace: zeroed, atomically accumulated by every split, read and cast back.
     split_k_bytes = np.where(split_k > 1, m * n * 4 * (split_k + 2) + m * n * element_bytes, 0.0)
-    # Load instructions: A's rows are K apart and B's and C's N apart, so each is vectorized only when that is a
-    # multiple of DIVISOR; per thread per K iteration, per program (with the C store), and per SM over the grid.
+    # Load instructions: A's rows are K apart and B's and C's N apart, so each moves as many elements per access as
+    # the compiler knows that divisible by, up to VECTOR_BYTES; per thread per K iteration, per program (with the C
+    # store), and per SM over the grid.
     vector = VECTOR_BYTES // element_bytes
-    vector_a = np.where(np.mod(k, DIVISOR) == 0, vector, 1.0)
-    vector_bn = np.where(np.mod(n, DIVISOR) == 0, vector, 1.0)
+    vector_a = np.minimum(k_divisibility, vector).astype(np.float64)
+    vector_bn = np.minimum(n_divisibility, vector).astype(np.float64)
     threads = 32.0 * warps
     a_loads, b_loads = block_m * block_k / (vector_a * threads), block_k * block_n / (vector_bn * threads)
     loads_per_program = (a_loads + b_loads) * k_iterations + block_m * block_n / (vector_bn * threads)
