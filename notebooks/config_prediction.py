@@ -84,8 +84,9 @@ plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, 
 # recorded 20 fastest candidates were timed again together on the GPU, in interleaved rounds
 # (`benchmarks/config_prediction_retime.py`): "top 10 timed" keeps its fastest in round 0, and every pick is judged on
 # the median of the later rounds against the fastest of the set. The picks are those frozen with the timings: the
-# out-of-fold picks of the run they were timed for (by default the current model's, on the 96 shapes added last;
-# `retime_h100.csv` holds the previous model's, on the first 153).
+# out-of-fold picks of the run they were timed for (by default the model's before the kernel had alignment hints, on the
+# 96 shapes added last; `retime_h100.csv` holds an earlier model's, on the first 153). Both re-timings predate the
+# hints: they show how far the replay's figures hold when timed again, not the current model's picks.
 
 # %%
 retimed = retimed_efficiency(pd.read_csv(repo_path(retime_journal)),
