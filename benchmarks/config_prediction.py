@@ -29,7 +29,7 @@ from tunebench.predict import (SELECTED, by_family, cross_validate, fit_predicto
 from tunebench.predict.dispatch import SHORTLIST_NEIGHBOURS, SHORTLIST_PER_SHAPE, Shortlist, vectorized
 from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
-from tunebench.predict.model import MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES, relative_speed
+from tunebench.predict.model import INNER_SPLITS, MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES, relative_speed
 from tunebench.predict.protocol import N_SPLITS, dispatch_latency_ms
 from tunebench.predict.transfer import SOURCE_ONLY, TARGET_ONLY, transfer_efficiency
 from tunebench.tables import markdown_table
@@ -225,7 +225,7 @@ def main() -> int:
                        for name, scores in baselines(data, cv.folds).items()}
     names = {"throughput": "HGB on log1p(TFLOPS), full ranking",
              "relative": "HGB on latency_best / latency (weighted), full ranking",
-             SELECTED: "objective chosen per fold on the inner split, full ranking"}
+             SELECTED: "objective chosen per fold on the inner splits, full ranking"}
     rows = [efficiency_row(names[p], summarize_efficiency(tables[p])) for p in PIPELINES]
     rows.append(efficiency_row("dispatcher best_config (selected; shortlist + compiled trees)",
                                summarize_efficiency(dispatch_tables[SELECTED])))
@@ -246,21 +246,23 @@ def main() -> int:
         table.columns = ["family", "shapes", "mean", "P10", "min", "median", "top-1 hit rate", "top-5 hit rate"]
     chosen = pd.DataFrame([{"fold": o.fold, "objective": o.objective, "max_leaf_nodes": o.settings.max_leaf_nodes,
                             "iterations": o.settings.max_iter,
-                            "portfolio": o.settings.portfolio_size or "all", "inner validation mean efficiency":
-                            percent(o.inner_efficiency), "test shapes": len(o.test_shapes)}
+                            "portfolio": o.settings.portfolio_size or "all",
+                            "inner validation mean efficiency (mean of the splits)": percent(o.inner_efficiency),
+                            "test shapes": len(o.test_shapes)}
                            for o in cv.outcomes[SELECTED]])
     trees = [outcome.settings.max_iter for outcome in cv.outcomes[SELECTED]]
     agreement = float(np.mean(cv.dispatched(SELECTED) == np.argmax(cv.scores(SELECTED), axis=1)))
 
-    # -- the deployed predictor: trained on every shape, objective and settings chosen on an inner split ------
+    # -- the deployed predictor: trained on every shape, objective and settings chosen on inner splits -------
     fit_started = time.perf_counter()
     with threadpool_limits(1):
         candidates = [select_ranker(data, np.arange(len(data.shapes)), objective) for objective in OBJECTIVES]
         settings, tuning = max(candidates, key=lambda c: max(t["inner_mean_efficiency"] for t in c[1]["tried"]))
         selected_summary = summarize_efficiency(tables[SELECTED])
         predictor = fit_predictor(data, settings, header={"metrics": {
-            "protocol": f"GroupKFold({N_SPLITS}) by shape; objective, tree size and iterations chosen on an inner "
-                        "25 % shape split of each fold's training shapes", **selected_summary}})
+            "protocol": f"GroupKFold({N_SPLITS}) by shape; objective, tree size and iterations chosen on the mean "
+                        f"of {INNER_SPLITS} inner 25 % shape splits of each fold's training shapes",
+            **selected_summary}})
     fit_s = time.perf_counter() - fit_started
     path = args.out / f"{data.kernel}_{data.dtype}_h100.predictor"
     save_predictor(predictor, path)
@@ -384,7 +386,8 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
 - **Outer**: GroupKFold({N_SPLITS}) over shapes. Every number below is out of fold: the model that scores a shape
   never saw any measurement of that shape. A test checks that no shape is in both the training and test shapes of
   a fold.
-- **Inner**: in each fold, a 25 % shape split of the training shapes (GroupShuffleSplit) chooses the tree size
+- **Inner**: in each fold, {INNER_SPLITS} seeded 25 % shape splits of the training shapes (GroupShuffleSplit) choose,
+  by the mean over the splits, the tree size
   (max_leaf_nodes 15 or 63), the number of boosting iterations (25 to 300, read off staged predictions), the
   portfolio (the model picks only among the {", ".join(str(size) for size in PORTFOLIO_CHOICES if size)} configs that
   greedily cover the inner training shapes' near-best configs, or among all {count}) and, for the `selected`
@@ -437,7 +440,7 @@ shape, as a dispatcher that times its shortlist once per new shape would.
 
 {markdown_table(family_tables['relative'])}
 
-### What the inner split chose (`selected`)
+### What the inner splits chose (`selected`)
 
 {markdown_table(chosen)}
 

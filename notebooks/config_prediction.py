@@ -73,7 +73,7 @@ show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "
 
 # %%
 pipelines = {"throughput": "log1p(TFLOPS) regression", "relative": "relative-speed regression",
-             "selected": "objective chosen on the inner split", "dispatcher": "dispatcher (shortlist)",
+             "selected": "objective chosen on the inner splits", "dispatcher": "dispatcher (shortlist)",
              "selected_top10_timed": "its top 10 timed, fastest kept (10 measurements)"}
 figure, axis = plt.subplots(figsize=(8, 4.5))
 plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, label in pipelines.items()}, cdf_from);

@@ -22,7 +22,7 @@ from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, f
 from tunebench.predict.compiled import CompiledResources, load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency, retimed_efficiency
 from tunebench.predict.features import config_columns, encode_columns
-from tunebench.predict.model import ConfigRanker, portfolio, restrict
+from tunebench.predict.model import INNER_SPLITS, ConfigRanker, portfolio, restrict
 from tunebench.predict.transfer import combine, transfer_efficiency
 from tunebench.search import make_strategy
 from tunebench.search.warm_start import SeededSpace, WarmStart, warm_start
@@ -247,6 +247,18 @@ def test_tuning_reads_only_the_training_shapes(data):
     clean = select_ranker(data, train, "relative", grid=grid, iterations=iterations)
     dirty = select_ranker(poisoned, train, "relative", grid=grid, iterations=iterations)
     assert clean == dirty
+
+
+def test_tuning_chooses_on_the_mean_of_the_inner_splits(data):
+    train, _ = grouped_folds(data.group, 5)[0]
+    settings, info = select_ranker(data, train, "relative", grid={"max_leaf_nodes": (3, 7)}, iterations=(5, 10))
+    assert info["inner_splits"] == INNER_SPLITS >= 2
+    for trial in info["tried"]:
+        assert len(trial["inner_split_efficiencies"]) == INNER_SPLITS
+        assert trial["inner_mean_efficiency"] == pytest.approx(np.mean(trial["inner_split_efficiencies"]))
+    best = max(info["tried"], key=lambda trial: trial["inner_mean_efficiency"])
+    assert (settings.max_leaf_nodes, settings.max_iter, settings.portfolio_size) == (
+        best["max_leaf_nodes"], best["max_iter"], best["portfolio_size"])
 
 
 def test_compiled_forest_equals_sklearn(data):

@@ -211,42 +211,46 @@ class ConfigRanker:
         return list(self.model_.staged_predict(matrix))
 
 
-# Hyperparameters tuned on the inner split, per objective: tree size, then the iteration count by staged predictions,
+# Hyperparameters tuned on the inner splits, per objective: tree size, then the iteration count by staged predictions,
 # then the portfolio size (0: every candidate).
 TUNING_GRID = {"max_leaf_nodes": (15, 63)}
 ITERATION_CHOICES = (25, 50, 100, 150, 200, 300)
 PORTFOLIO_CHOICES = (10, 20, 40, 0)
 INNER_VALIDATION_FRACTION = 0.25
+INNER_SPLITS = 3  # settings win on their mean over seeded inner splits: one split's ~50 shapes make a noisy choice
 
 
 def select_ranker(data: TrainingData, train_shapes: np.ndarray, objective: str, seed: int = 0,
                   grid: dict[str, Sequence[Any]] = TUNING_GRID, iterations: Sequence[int] = ITERATION_CHOICES,
                   portfolio_sizes: Sequence[int] = PORTFOLIO_CHOICES) -> tuple[RankerSettings, dict[str, Any]]:
-    """Settings chosen on an inner split of `train_shapes` (a quarter of them held out, by shape): each grid point is
-    fitted once with max(iterations) and scored at every iteration count and portfolio size (the portfolio chosen on
-    the inner training shapes) by the mean efficiency of its picks on the inner validation shapes. Returns the
-    settings and what was tried. Nothing outside `train_shapes` is read."""
-    splitter = GroupShuffleSplit(n_splits=1, test_size=INNER_VALIDATION_FRACTION, random_state=seed)
-    inner_train, inner_validation = next(splitter.split(train_shapes, groups=train_shapes))
-    fit_rows = data.rows_of(train_shapes[inner_train])
-    validation_shapes = train_shapes[inner_validation]
-    validation_rows = data.rows_of(validation_shapes)
-    latency = data.latency_ms[validation_rows].reshape(len(validation_shapes), -1)
-    portfolios = {size: portfolio(data, train_shapes[inner_train], size) for size in portfolio_sizes}
-    tried = []
-    best: tuple[float, RankerSettings] | None = None
-    for values in itertools.product(*grid.values()):
-        settings = replace(RankerSettings(objective=objective, max_iter=max(iterations)), **dict(zip(grid, values)))
-        ranker = ConfigRanker(settings).fit(data, fit_rows)
-        for count, scores in enumerate(ranker.staged_scores(data.features[validation_rows]), start=1):
-            if count not in iterations:
-                continue
-            for size, allowed in portfolios.items():
-                picks = restrict(scores.reshape(latency.shape), allowed)
-                efficiency = shape_efficiency(picks, latency).mean()
-                tried.append({**dict(zip(grid, values)), "max_iter": count, "portfolio_size": size,
-                              "inner_mean_efficiency": float(efficiency)})
-                if best is None or efficiency > best[0]:
-                    best = (efficiency, replace(settings, max_iter=count, portfolio_size=size))
-    return best[1], {"inner_train_shapes": len(inner_train), "inner_validation_shapes": len(inner_validation),
-                     "tried": tried}
+    """Settings chosen on INNER_SPLITS inner splits of `train_shapes`, each holding out a quarter of them by shape:
+    per split, each grid point is fitted once with max(iterations) and scored at every iteration count and portfolio
+    size (the portfolio chosen on the split's training shapes) by the mean efficiency of its picks on the split's
+    validation shapes; the settings with the best mean over the splits win. Returns the settings and what was tried.
+    Nothing outside `train_shapes` is read."""
+    splitter = GroupShuffleSplit(n_splits=INNER_SPLITS, test_size=INNER_VALIDATION_FRACTION, random_state=seed)
+    efficiencies: dict[tuple[tuple[Any, ...], int, int], list[float]] = {}
+    for inner_train, inner_validation in splitter.split(train_shapes, groups=train_shapes):
+        fit_rows = data.rows_of(train_shapes[inner_train])
+        validation_shapes = train_shapes[inner_validation]
+        validation_rows = data.rows_of(validation_shapes)
+        latency = data.latency_ms[validation_rows].reshape(len(validation_shapes), -1)
+        portfolios = {size: portfolio(data, train_shapes[inner_train], size) for size in portfolio_sizes}
+        for values in itertools.product(*grid.values()):
+            settings = replace(RankerSettings(objective=objective, max_iter=max(iterations)), **dict(zip(grid, values)))
+            ranker = ConfigRanker(settings).fit(data, fit_rows)
+            for count, scores in enumerate(ranker.staged_scores(data.features[validation_rows]), start=1):
+                if count not in iterations:
+                    continue
+                for size, allowed in portfolios.items():
+                    picks = restrict(scores.reshape(latency.shape), allowed)
+                    efficiencies.setdefault((values, count, size), []).append(
+                        float(shape_efficiency(picks, latency).mean()))
+    tried = [{**dict(zip(grid, values)), "max_iter": count, "portfolio_size": size,
+              "inner_mean_efficiency": float(np.mean(split_means)), "inner_split_efficiencies": split_means}
+             for (values, count, size), split_means in efficiencies.items()]
+    best = max(range(len(tried)), key=lambda index: tried[index]["inner_mean_efficiency"])  # ties: the first tried
+    (values, count, size) = list(efficiencies)[best]
+    chosen = replace(RankerSettings(objective=objective, max_iter=count, portfolio_size=size), **dict(zip(grid, values)))
+    return chosen, {"inner_splits": INNER_SPLITS, "inner_train_shapes": len(inner_train),
+                    "inner_validation_shapes": len(inner_validation), "tried": tried}
