@@ -81,8 +81,8 @@ def main() -> int:
 Command: `{command}`
 
 Shapes: the {len(table)} shapes of `{os.path.relpath(args.hinted, REPO)}` whose N or K is even but off multiples of 16.
-Before: `{os.path.relpath(args.unhinted, REPO)}` (the same 600 candidates, measured {unhinted.provenance.get('date', '?')}
-without hints). After: the dataset's re-measurement with the hints ({hinted.gpu}). Each sitting timed cuBLAS beside
+Before: `{os.path.relpath(args.unhinted, REPO)}` (the same 600 candidates, measured
+{unhinted.provenance.get('date', '?')} without hints). After: the dataset's re-measurement with the hints ({hinted.gpu}). Each sitting timed cuBLAS beside
 its own configs, so "vs cuBLAS" (cuBLAS latency / best Triton latency; above 1 is faster than cuBLAS) compares within a
 sitting; "best speedup" (best before / best after) and "per-config speedup" (per shape, the median over the candidates
 of the same config's latency before / after) compare across sittings.

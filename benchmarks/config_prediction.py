@@ -149,7 +149,8 @@ def retest_text(dataset, retest_path: Path, unhinted_path: Path) -> str:
     hinted = np.array([matmul.hinted(shape) for shape in first[list(dataset.shape_names)].itertuples(index=False)])
     if hinted.any():
         if not unhinted_path.is_file():
-            return f"Not measured: the hinted shapes' pre-hint timings (`{os.path.relpath(unhinted_path, REPO)}`) are missing."
+            missing = os.path.relpath(unhinted_path, REPO)
+            return f"Not measured: the hinted shapes' pre-hint timings (`{missing}`) are missing."
         first = pd.concat([first[~hinted], load_dataset(unhinted_path, kernel="matmul").measurements])
     table = retest_efficiency(first, retest.measurements, keys)
     hinted_retests = sum(matmul.hinted(shape) for shape in table[list(dataset.shape_names)].itertuples(index=False))

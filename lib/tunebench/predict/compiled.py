@@ -221,8 +221,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                                  f"{source[key]!r}; write a new table instead of mixing them")
         table, source = existing.table, {**existing.source, "command": command}
     for n_class, k_class in CLASSES:
-        in_class = table.empty or (table["N_divisibility"] == n_class) & (table["K_divisibility"] == k_class)
-        if not table.empty and in_class.sum() >= len(configs):
+        done = 0 if table.empty else int(((table["N_divisibility"] == n_class)
+                                          & (table["K_divisibility"] == k_class)).sum())
+        if done >= len(configs):
             continue
         rows = resource_table(configs, [(n_class, k_class)], dataset.dtype, args.capability, args.workers)
         table = pd.concat([table, rows], ignore_index=True)

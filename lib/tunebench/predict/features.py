@@ -17,7 +17,8 @@ from tunebench.space import ConfigError, Space
 
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
 VECTOR_BYTES = 16  # widest global load or store per thread; an operand whose row stride the compiler knows to be
-# divisible by d elements (`compiled.divisibility`) is accessed d at a time, up to this (`tests/test_matmul_vectorization.py`)
+# divisible by d elements (`compiled.divisibility`) is accessed d at a time, up to this
+# (`tests/test_matmul_vectorization.py` checks it in the PTX)
 
 
 @dataclass(frozen=True)

@@ -251,6 +251,7 @@ def select_ranker(data: TrainingData, train_shapes: np.ndarray, objective: str, 
              for (values, count, size), split_means in efficiencies.items()]
     best = max(range(len(tried)), key=lambda index: tried[index]["inner_mean_efficiency"])  # ties: the first tried
     (values, count, size) = list(efficiencies)[best]
-    chosen = replace(RankerSettings(objective=objective, max_iter=count, portfolio_size=size), **dict(zip(grid, values)))
+    chosen = replace(RankerSettings(objective=objective, max_iter=count, portfolio_size=size),
+                     **dict(zip(grid, values)))
     return chosen, {"inner_splits": INNER_SPLITS, "inner_train_shapes": len(inner_train),
                     "inner_validation_shapes": len(inner_validation), "tried": tried}
