@@ -299,7 +299,8 @@ def main() -> int:
             "runs (shapes x seeds)": f"{len(group)} ({group[['M', 'N', 'K']].drop_duplicates().shape[0]} x "
                                      f"{group['seed'].nunique()})",
             f"median evals to {TARGET}": f"{np.median(np.where(np.isnan(values), np.inf, values)):.0f}",
-            "P75": f"{np.percentile(np.where(np.isnan(values), np.inf, values), 75):.0f}",
+            # "higher": a run's own count, so that a quarter of runs not reaching the target reads inf, not nan
+            "P75": f"{np.percentile(np.where(np.isnan(values), np.inf, values), 75, method='higher'):.0f}",
             f"reached within {SEARCH_BUDGET} (or before the search ended)": f"{np.mean(~np.isnan(values)):.0%}",
             "reached within 20": f"{np.mean(values <= 20):.0%}",
             "median over shapes of per-shape medians": f"{np.median(np.where(np.isnan(per_shape), np.inf, per_shape)):.0f}"})
