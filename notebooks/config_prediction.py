@@ -50,7 +50,7 @@ trace_strategy = "lfbo"  # the inner strategy of the traced searches
 seeds_k = 10  # the model's top configs the warm start measures first
 budget = 150  # unique evaluations per traced search
 cdf_from = 0.6  # left end of the efficiency axis
-retime_journal = "results/config_prediction/retime_h100_new96.csv"  # side-by-side re-timing (its picks beside it, .picks.csv)
+retime_journal = "results/config_prediction/retime_h100_hinted96.csv"  # side-by-side re-timing (picks beside it, .picks.csv)
 
 # %%
 recorded = open_dataset(resolve_dataset(dataset))
@@ -84,9 +84,9 @@ plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, 
 # recorded 20 fastest candidates were timed again together on the GPU, in interleaved rounds
 # (`benchmarks/config_prediction_retime.py`): "top 10 timed" keeps its fastest in round 0, and every pick is judged on
 # the median of the later rounds against the fastest of the set. The picks are those frozen with the timings: the
-# out-of-fold picks of the run they were timed for (by default the model's before the kernel had alignment hints, on the
-# 96 shapes added last; `retime_h100.csv` holds an earlier model's, on the first 153). Both re-timings predate the
-# hints: they show how far the replay's figures hold when timed again, not the current model's picks.
+# out-of-fold picks of the run they were timed for: by default the current model's, on the 96 hinted shapes added last,
+# with the hinted kernel. `retime_h100_new96.csv` and `retime_h100.csv` hold earlier models' picks, timed before the
+# kernel had alignment hints (on the 96 shapes added before, and on the first 153).
 
 # %%
 retimed = retimed_efficiency(pd.read_csv(repo_path(retime_journal)),
