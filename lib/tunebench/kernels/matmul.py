@@ -45,10 +45,11 @@ DATASET_SHAPES = (
 # sittings whose provenance has a kernel_source_sha256); their timings without hints are kept in
 # results/datasets/matmul_bfloat16_h100_prediction_unhinted.parquet.
 # The last 96 (2026-11-24) aim at the hinted regime, the worst predicted once the hints existed. Rule: cycling
-# (N hinted, K aligned), (N aligned, K hinted), (N and K hinted); M = round(2 ** uniform(0, 13)); an aligned size as
-# above; a hinted size the odd multiple of a width drawn from 2, 4 and 8 (its gcd with 16) nearest 2 ** uniform(9,
-# 14); kept if at most 0.25 TFLOP and new. A first pass with random.Random(2029) kept 96 shapes that were never
-# measured; these are a second pass with a fresh random.Random(2029) that also counts the first pass's as not new.
+# (N hinted, K aligned), (N aligned, K hinted), (N and K hinted); M = round(2 ** uniform(0, 13)); an aligned size a
+# real-model size or a multiple of 16 near 2 ** uniform(9, 14); a hinted size an odd multiple of 2, 4 or 8 (its gcd
+# with 16) near 2 ** uniform(9, 14); kept if at most 0.25 TFLOP and new. A first pass with random.Random(2029) kept
+# 96 shapes that were never measured; these are a second pass with a fresh random.Random(2029) that also counts the
+# first pass's as taken. `benchmarks/hinted_shapes.py` reproduces both passes and checks this list.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),

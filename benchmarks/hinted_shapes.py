@@ -1,0 +1,60 @@
+"""The draw of the last 96 prediction shapes (the hinted regime), reproduced: prints them and checks that they are
+the last 96 of `matmul.PREDICTION_SHAPES`, the shapes measured in results/datasets/matmul_bfloat16_h100_prediction.parquet.
+
+Run: `.venv/bin/python benchmarks/hinted_shapes.py` (well under a second; exits 1 if the draw and the list disagree).
+"""
+
+from __future__ import annotations
+
+import random
+
+from tunebench.kernels import matmul
+
+SEED = 2029
+COUNT = 96
+MAX_FLOP = 0.25e12
+REAL_MODEL_SIZES = (768, 1024, 1536, 2048, 2304, 3072, 4096, 5120, 6144, 8192, 11008, 13824, 14336)
+PATTERN = (("hinted", "aligned"), ("aligned", "hinted"), ("hinted", "hinted"))  # (N, K), cycled
+
+
+def aligned_size(rng: random.Random) -> int:
+    """With even odds a real-model size, or the multiple of 16 nearest 2 ** uniform(9, 14)."""
+    if rng.random() < 0.5:
+        return rng.choice(REAL_MODEL_SIZES)
+    return max(16, round(2 ** rng.uniform(9, 14) / 16) * 16)
+
+
+def hinted_size(rng: random.Random) -> int:
+    """An odd multiple of a width drawn from 2, 4 and 8 (so its gcd with 16 is that width), near 2 ** uniform(9, 14)."""
+    width = rng.choice((2, 4, 8))
+    return max(width, round(2 ** rng.uniform(9, 14) / (2 * width) - 0.5) * 2 * width + width)
+
+
+def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """COUNT new shapes of at most MAX_FLOP, none in `taken`, with a fresh random.Random(SEED)."""
+    rng = random.Random(SEED)
+    shapes: list[tuple[int, int, int]] = []
+    while len(shapes) < COUNT:
+        n_kind, k_kind = PATTERN[len(shapes) % len(PATTERN)]
+        m = round(2 ** rng.uniform(0, 13))
+        n = hinted_size(rng) if n_kind == "hinted" else aligned_size(rng)
+        k = hinted_size(rng) if k_kind == "hinted" else aligned_size(rng)
+        if 2 * m * n * k <= MAX_FLOP and (m, n, k) not in taken and (m, n, k) not in shapes:
+            shapes.append((m, n, k))
+    return shapes
+
+
+def main() -> int:
+    earlier = set(matmul.PREDICTION_SHAPES[:-COUNT]) | set(matmul.DATASET_SHAPES)
+    first_pass = draw(earlier)  # kept by the first pass, never measured: the measured draw counts them as taken
+    measured = draw(earlier | set(first_pass))
+    print(",".join(f"{m}x{n}x{k}" for m, n, k in measured))
+    if measured != list(matmul.PREDICTION_SHAPES[-COUNT:]):
+        print("the draw differs from the last 96 of matmul.PREDICTION_SHAPES")
+        return 1
+    print(f"the draw equals the last {COUNT} of matmul.PREDICTION_SHAPES")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
