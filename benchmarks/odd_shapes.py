@@ -1,0 +1,71 @@
+"""The draw of the prediction shapes with an odd N or K (the regime predicted worst once the hinted shapes were in):
+prints them in draw order, in batches of BATCH (the order the device sittings measure them in).
+
+Run: `.venv/bin/python benchmarks/odd_shapes.py` (well under a second). `--check` exits 1 unless the last shapes of
+`matmul.PREDICTION_SHAPES` are the first whole batches of this draw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+from hinted_shapes import MAX_FLOP, aligned_size, hinted_size
+from tunebench.kernels import matmul
+
+SEED = 2031
+COUNT = 160
+BATCH = 16
+PATTERN = (("aligned", "odd"), ("hinted", "odd"), ("odd", "aligned"), ("odd", "hinted"), ("odd", "odd"),
+           ("aligned", "odd"), ("hinted", "hinted"), ("odd", "odd"))  # (N, K), cycled
+SIZE = {"aligned": aligned_size, "hinted": hinted_size}
+
+
+def odd_size(rng: random.Random) -> int:
+    """An odd size near 2 ** uniform(9, 14)."""
+    return round(2 ** rng.uniform(9, 14) / 2 - 0.5) * 2 + 1
+
+
+def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """COUNT new shapes of at most MAX_FLOP, none in `taken`, with a fresh random.Random(SEED)."""
+    rng = random.Random(SEED)
+    shapes: list[tuple[int, int, int]] = []
+    while len(shapes) < COUNT:
+        n_kind, k_kind = PATTERN[len(shapes) % len(PATTERN)]
+        m = round(2 ** rng.uniform(0, 13))
+        n = odd_size(rng) if n_kind == "odd" else SIZE[n_kind](rng)
+        k = odd_size(rng) if k_kind == "odd" else SIZE[k_kind](rng)
+        if 2 * m * n * k <= MAX_FLOP and (m, n, k) not in taken and (m, n, k) not in shapes:
+            shapes.append((m, n, k))
+    return shapes
+
+
+LAST_BEFORE = (983, 1068, 8472)  # the last shape of the hinted draw: the prediction shapes measured before this one
+
+
+def split_listed() -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """matmul.PREDICTION_SHAPES up to the hinted draw's last, and those after it (this draw's, once measured)."""
+    shapes = list(matmul.PREDICTION_SHAPES)
+    end = shapes.index(LAST_BEFORE) + 1
+    return shapes[:end], shapes[end:]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="check the list in matmul.PREDICTION_SHAPES")
+    args = parser.parse_args()
+    before, listed = split_listed()
+    shapes = draw(set(before) | set(matmul.DATASET_SHAPES))
+    for start in range(0, COUNT, BATCH):
+        print(",".join(f"{m}x{n}x{k}" for m, n, k in shapes[start:start + BATCH]))
+    if not args.check:
+        return 0
+    if len(listed) % BATCH or listed != shapes[:len(listed)]:
+        print(f"the {len(listed)} shapes after the hinted draw are not whole batches of this draw")
+        return 1
+    print(f"the last {len(listed)} of matmul.PREDICTION_SHAPES are the first {len(listed) // BATCH} batches of the draw")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
