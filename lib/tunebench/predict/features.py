@@ -1,7 +1,8 @@
 """Features of (GEMM shape, config) pairs for predicting a config's speed on a shape no one has measured.
 
 One code path: `features` computes a batch, vectorized over rows with numpy; `feature_row` calls it with one row.
-Shared memory and registers per program are the compiler's (`CompiledResources`, per config and alignment class).
+Shared memory, registers and PTX instruction counts are the compiler's (`CompiledResources`, per config and
+alignment class).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ INTERACTION_FEATURES = (
     "padding_waste", "tile_intensity", "split_k_traffic_ratio",
     "a_loads_per_thread", "b_loads_per_thread", "loads_per_thread_per_iteration", "log2_loads_per_program",
     "log2_load_instructions_per_sm", "log2_mma_per_sm", "log2_mma_per_sm_whole_waves",
+    # the compiled kernel's static PTX instruction counts per thread (`compiled.INSTRUCTIONS`), for its alignment class
+    "compiled_cp_async", "compiled_scalar_global_loads", "compiled_wgmma", "compiled_mma_sync",
 )
 
 
@@ -179,6 +182,7 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
         np.log2(programs * loads_per_program * warps / hardware.sm_count),
         np.log2(programs * multiply_adds / hardware.sm_count),
         np.log2(np.ceil(waves) * multiply_adds),
+        compiled["cp_async"], compiled["scalar_global_loads"], compiled["wgmma"], compiled["mma_sync"],
     ]
     return np.column_stack([*problem, encoded, *interaction])
 
