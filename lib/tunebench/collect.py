@@ -218,7 +218,7 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
         return False
     dataset = build_dataset(kernel_name, dtype, journal.read())
     save_dataset(dataset, out)
-    print(f"wrote {out} ({len(dataset.measurements)} measurements, {len(shapes)} shapes) "
+    print(f"wrote {out} ({len(dataset.measurements)} measurements, {len(dataset.shapes())} shapes) "
           f"in {time.monotonic() - start:.0f} s", flush=True)
     return True
 
