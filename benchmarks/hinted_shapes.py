@@ -1,5 +1,6 @@
-"""The draw of the last 96 prediction shapes (the hinted regime), reproduced: prints them and checks that they are
-the last 96 of `matmul.PREDICTION_SHAPES`, the shapes measured in results/datasets/matmul_bfloat16_h100_prediction.parquet.
+"""The draw of the 96 prediction shapes aimed at the hinted regime, reproduced: prints them and checks that they are
+the 96 of `matmul.PREDICTION_SHAPES` ending with LAST, measured in
+results/datasets/matmul_bfloat16_h100_prediction.parquet.
 
 Run: `.venv/bin/python benchmarks/hinted_shapes.py` (well under a second; exits 1 if the draw and the list disagree).
 """
@@ -14,6 +15,7 @@ SEED = 2029
 COUNT = 96
 MAX_FLOP = 0.25e12
 REAL_MODEL_SIZES = (768, 1024, 1536, 2048, 2304, 3072, 4096, 5120, 6144, 8192, 11008, 13824, 14336)
+LAST = (983, 1068, 8472)  # the draw's last shape in matmul.PREDICTION_SHAPES
 PATTERN = (("hinted", "aligned"), ("aligned", "hinted"), ("hinted", "hinted"))  # (N, K), cycled
 
 
@@ -44,15 +46,21 @@ def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     return shapes
 
 
+def hinted_draw_end() -> int:
+    """The index in matmul.PREDICTION_SHAPES just past this draw's shapes (later draws follow them)."""
+    return list(matmul.PREDICTION_SHAPES).index(LAST) + 1
+
+
 def main() -> int:
-    earlier = set(matmul.PREDICTION_SHAPES[:-COUNT]) | set(matmul.DATASET_SHAPES)
+    end = hinted_draw_end()
+    earlier = set(matmul.PREDICTION_SHAPES[:end - COUNT]) | set(matmul.DATASET_SHAPES)
     first_pass = draw(earlier)  # kept by the first pass, never measured: the measured draw counts them as taken
     measured = draw(earlier | set(first_pass))
     print(",".join(f"{m}x{n}x{k}" for m, n, k in measured))
-    if measured != list(matmul.PREDICTION_SHAPES[-COUNT:]):
-        print("the draw differs from the last 96 of matmul.PREDICTION_SHAPES")
+    if measured != list(matmul.PREDICTION_SHAPES[end - COUNT:end]):
+        print(f"the draw differs from matmul.PREDICTION_SHAPES[{end - COUNT}:{end}]")
         return 1
-    print(f"the draw equals the last {COUNT} of matmul.PREDICTION_SHAPES")
+    print(f"the draw equals matmul.PREDICTION_SHAPES[{end - COUNT}:{end}]")
     return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import random
 
-from hinted_shapes import MAX_FLOP, aligned_size, hinted_size
+from hinted_shapes import MAX_FLOP, aligned_size, hinted_draw_end, hinted_size
 from tunebench.kernels import matmul
 
 SEED = 2031
@@ -40,13 +40,9 @@ def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     return shapes
 
 
-LAST_BEFORE = (983, 1068, 8472)  # the last shape of the hinted draw: the prediction shapes measured before this one
-
-
 def split_listed() -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
     """matmul.PREDICTION_SHAPES up to the hinted draw's last, and those after it (this draw's, once measured)."""
-    shapes = list(matmul.PREDICTION_SHAPES)
-    end = shapes.index(LAST_BEFORE) + 1
+    shapes, end = list(matmul.PREDICTION_SHAPES), hinted_draw_end()
     return shapes[:end], shapes[end:]
 
 
