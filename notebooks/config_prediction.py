@@ -84,9 +84,10 @@ plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, 
 # recorded 20 fastest candidates were timed again together on the GPU, in interleaved rounds
 # (`benchmarks/config_prediction_retime.py`): "top 10 timed" keeps its fastest in round 0, and every pick is judged on
 # the median of the later rounds against the fastest of the set. The picks are those frozen with the timings: the
-# out-of-fold picks of the run they were timed for: by default the current model's, on the 96 hinted shapes added last,
-# with the hinted kernel. `retime_h100_new96.csv` and `retime_h100.csv` hold earlier models' picks, timed before the
-# kernel had alignment hints (on the 96 shapes added before, and on the first 153).
+# out-of-fold picks of the run they were timed for: by default those of the model trained on 345 shapes (before the
+# odd shapes and the instruction-count features), on its 96 hinted shapes, with the hinted kernel.
+# `retime_h100_new96.csv` and `retime_h100.csv` hold earlier models' picks, timed before the kernel had alignment
+# hints (on the 96 shapes added before, and on the first 153).
 
 # %%
 retimed = retimed_efficiency(pd.read_csv(repo_path(retime_journal)),
