@@ -59,7 +59,7 @@ def main() -> int:
     if len(listed) % BATCH or listed != shapes[:len(listed)]:
         print(f"the {len(listed)} shapes after the hinted draw are not whole batches of this draw")
         return 1
-    print(f"the last {len(listed)} of matmul.PREDICTION_SHAPES are the first {len(listed) // BATCH} batches of the draw")
+    print(f"the last {len(listed)} of matmul.PREDICTION_SHAPES are the draw's first {len(listed) // BATCH} batches")
     return 0
 
 
