@@ -8,6 +8,7 @@ Run: `.venv/bin/python benchmarks/hinted_shapes.py` (well under a second; exits 
 from __future__ import annotations
 
 import random
+from typing import Callable, Mapping, Sequence
 
 from tunebench.kernels import matmul
 
@@ -32,18 +33,29 @@ def hinted_size(rng: random.Random) -> int:
     return max(width, round(2 ** rng.uniform(9, 14) / (2 * width) - 0.5) * 2 * width + width)
 
 
-def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """COUNT new shapes of at most MAX_FLOP, none in `taken`, with a fresh random.Random(SEED)."""
-    rng = random.Random(SEED)
+SIZES = {"aligned": aligned_size, "hinted": hinted_size}
+
+
+def draw_shapes(seed: int, count: int, pattern: Sequence[tuple[str, str]],
+                sizes: Mapping[str, Callable[[random.Random], int]],
+                taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """`count` new shapes of at most MAX_FLOP, none in `taken`, with a fresh random.Random(seed): M log-uniform in
+    [1, 8192], N and K drawn by `sizes` of the kinds `pattern` cycles through."""
+    rng = random.Random(seed)
     shapes: list[tuple[int, int, int]] = []
-    while len(shapes) < COUNT:
-        n_kind, k_kind = PATTERN[len(shapes) % len(PATTERN)]
+    while len(shapes) < count:
+        n_kind, k_kind = pattern[len(shapes) % len(pattern)]
         m = round(2 ** rng.uniform(0, 13))
-        n = hinted_size(rng) if n_kind == "hinted" else aligned_size(rng)
-        k = hinted_size(rng) if k_kind == "hinted" else aligned_size(rng)
+        n = sizes[n_kind](rng)
+        k = sizes[k_kind](rng)
         if 2 * m * n * k <= MAX_FLOP and (m, n, k) not in taken and (m, n, k) not in shapes:
             shapes.append((m, n, k))
     return shapes
+
+
+def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """This draw: COUNT shapes with random.Random(SEED), cycling PATTERN."""
+    return draw_shapes(SEED, COUNT, PATTERN, SIZES, taken)
 
 
 def hinted_draw_end() -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import random
 
-from hinted_shapes import MAX_FLOP, aligned_size, hinted_draw_end, hinted_size
+from hinted_shapes import SIZES as HINTED_SIZES, draw_shapes, hinted_draw_end
 from tunebench.kernels import matmul
 
 SEED = 2031
@@ -18,7 +18,6 @@ COUNT = 160
 BATCH = 16
 PATTERN = (("aligned", "odd"), ("hinted", "odd"), ("odd", "aligned"), ("odd", "hinted"), ("odd", "odd"),
            ("aligned", "odd"), ("hinted", "hinted"), ("odd", "odd"))  # (N, K), cycled
-SIZE = {"aligned": aligned_size, "hinted": hinted_size}
 
 
 def odd_size(rng: random.Random) -> int:
@@ -26,18 +25,12 @@ def odd_size(rng: random.Random) -> int:
     return round(2 ** rng.uniform(9, 14) / 2 - 0.5) * 2 + 1
 
 
+SIZES = {**HINTED_SIZES, "odd": odd_size}
+
+
 def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """COUNT new shapes of at most MAX_FLOP, none in `taken`, with a fresh random.Random(SEED)."""
-    rng = random.Random(SEED)
-    shapes: list[tuple[int, int, int]] = []
-    while len(shapes) < COUNT:
-        n_kind, k_kind = PATTERN[len(shapes) % len(PATTERN)]
-        m = round(2 ** rng.uniform(0, 13))
-        n = odd_size(rng) if n_kind == "odd" else SIZE[n_kind](rng)
-        k = odd_size(rng) if k_kind == "odd" else SIZE[k_kind](rng)
-        if 2 * m * n * k <= MAX_FLOP and (m, n, k) not in taken and (m, n, k) not in shapes:
-            shapes.append((m, n, k))
-    return shapes
+    """This draw: COUNT shapes with random.Random(SEED), cycling PATTERN (`hinted_shapes.draw_shapes`)."""
+    return draw_shapes(SEED, COUNT, PATTERN, SIZES, taken)
 
 
 def split_listed() -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
