@@ -26,11 +26,11 @@ from tunebench.measure.dataset import load_dataset
 from tunebench.measure.replay import ReplayEvaluator
 from tunebench.predict import (SELECTED, by_family, cross_validate, fit_predictor, load_predictor, per_shape_table,
                                read_header, save_predictor, select_ranker, summarize_efficiency, training_data)
-from tunebench.predict.dispatch import SHORTLIST_NEIGHBOURS, SHORTLIST_PER_SHAPE, Shortlist, vectorized
-from tunebench.predict.compiled import load_table
+from tunebench.predict.compiled import divisibility, load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
 from tunebench.predict.model import INNER_SPLITS, MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES, relative_speed
 from tunebench.predict.protocol import N_SPLITS, dispatch_latency_ms
+from tunebench.predict.shortlist import CLASSES, M_STEP, NK_STEP, PER_POINT, SIZE
 from tunebench.predict.transfer import SOURCE_ONLY, TARGET_ONLY, transfer_efficiency
 from tunebench.tables import markdown_table
 
@@ -55,6 +55,10 @@ TOP_K_SEEDS = 10  # model's top configs measured first by the warm start
 SMALL_POPULATION = 30  # the inner strategies' initial population in the "-30" variants (default: 100)
 PIPELINES = (*OBJECTIVES, SELECTED)
 WORST_SHAPES = 10  # the held-out shapes listed with their pick and measured best
+# The nearest-training-shape baseline's distance: |d log2 M| + 0.5 (|d log2 N| + |d log2 K|), and N or K even in one
+# shape and odd in the other (vectorized loads or element by element) counts as far as 4 octaves of M.
+NEIGHBOUR_WEIGHTS = np.array([1.0, 0.5, 0.5])
+VECTORIZATION_MISMATCH = 4.0
 
 
 class StopAtTarget:
@@ -107,22 +111,19 @@ def search_run(path: str, shape: tuple[int, ...], strategy: str, variant: str, s
 
 def baselines(data, folds) -> dict[str, np.ndarray]:
     """Scores of two model-free baselines, out of fold: one config for every shape (the highest mean relative speed
-    over the training shapes), and the measured best config of the nearest training shape (dispatcher distance)."""
+    over the training shapes), and the measured best config of the nearest training shape (NEIGHBOUR_WEIGHTS)."""
     count = len(data.candidates)
     relative = relative_speed(data.latency_ms, data.group).reshape(len(data.shapes), count)
+    log2_shapes = np.log2(data.shapes.astype(np.float64))
+    even = divisibility(data.shapes[:, 1:]) > 1
     single, nearest = np.zeros((len(data.shapes), count)), np.zeros((len(data.shapes), count))
     for train, test in folds:
         single[test, np.argmax(relative[train].mean(axis=0))] = 1.0
-        shortlist = Shortlist(np.log2(data.shapes[train].astype(float)), vectorized(data.shapes[train]),
-                              np.argmax(relative[train], axis=1)[:, None])
         for index in test:
-            distance_order = _nearest(shortlist, data.shapes[index])
-            nearest[index, shortlist.top[distance_order, 0]] = 1.0
+            distance = (np.abs(log2_shapes[train] - log2_shapes[index]) @ NEIGHBOUR_WEIGHTS
+                        + VECTORIZATION_MISMATCH * (even[train] != even[index]).any(axis=1))
+            nearest[index, np.argmax(relative[train[np.argmin(distance)]])] = 1.0
     return {"one config for all shapes": single, "best config of the nearest training shape": nearest}
-
-
-def _nearest(shortlist: Shortlist, shape: np.ndarray) -> int:
-    return int(np.argmin(shortlist.distance(shape)))
 
 
 def one_hot(indices: np.ndarray, count: int) -> np.ndarray:
@@ -463,12 +464,15 @@ The {WORST_SHAPES} held-out shapes with the lowest efficiency (`selected`), with
 
 sklearn's HistGradientBoostingRegressor.predict pays a fixed cost per tree per call, whatever the number of rows (the
 fold models have {min(trees)} to {max(trees)} trees), so ranking all {count} candidates takes
-~{np.median(cv.rank_ms(SELECTED)):.0f} ms here, over the 1 ms target. `best_config` instead scores a shortlist (the model's top {SHORTLIST_PER_SHAPE} configs of each of the {SHORTLIST_NEIGHBOURS} nearest
-training shapes; median
-{int(np.median(shortlist_sizes))} candidates) with the same trees compiled to flat numpy arrays (identical
-predictions, tested). Out of fold, the shortlist dispatcher returned the full ranking's argmax on
-{agreement:.0%} of shapes; its efficiency is in the table above. Timings are wall clock on this shared 2-core machine
-with one thread.
+~{np.median(cv.rank_ms(SELECTED)):.0f} ms here, over the 1 ms target. `best_config` instead scores a shortlist with the
+same trees compiled to flat numpy arrays (identical predictions, tested): when it is fitted, the predictor ranks every
+candidate at each point of a grid of shapes (log2 M in steps of {M_STEP}, log2 N and log2 K in steps of {NK_STEP}, over
+the training shapes' range, in each of the {len(CLASSES)} x {len(CLASSES)} alignment classes of N and K:
+{loaded.shortlist.top[..., 0].size:,} points) and keeps its top {PER_POINT}; a query's shortlist
+merges the lists of the up to 8 grid points around it, in its own alignment class, rank by rank, at most {SIZE}
+candidates (median {int(np.median(shortlist_sizes))}). Out of fold (each fold's grid is computed only at the points
+its test shapes need: the same lists), the dispatcher returned the full ranking's argmax on {agreement:.1%} of shapes;
+its efficiency is in the table above. Timings are wall clock on this shared 2-core machine with one thread.
 
 Deployed predictor: `{os.path.relpath(path, REPO)}` ({size_kib:.0f} KiB: magic line, JSON header with the feature
 schema, kernel `{header['kernel']}`, dtype `{header['dtype']}`, GPU `{header['gpu']}`, candidates, settings

@@ -120,7 +120,7 @@ summary.style.format({"mean": "{:.2%}", "p10": "{:.2%}", "min": "{:.2%}", "media
 train, test = grouped_folds(data.group, 5)[fold]
 settings = RankerSettings(**header["settings"])
 with threadpool_limits(1):
-    predictor = fit_predictor(data, settings, train)
+    predictor = fit_predictor(data, settings, train, shortlist_shapes=())  # no dispatcher grid: ranks only
 rows = data.rows_of(test)
 latency = data.latency_ms[rows].reshape(len(test), -1)
 

@@ -23,6 +23,7 @@ from tunebench.predict.compiled import CompiledResources, load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency, retimed_efficiency
 from tunebench.predict.features import config_columns, encode_columns
 from tunebench.predict.model import INNER_SPLITS, ConfigRanker, portfolio, restrict
+from tunebench.predict.shortlist import SIZE
 from tunebench.predict.transfer import combine, transfer_efficiency
 from tunebench.search import make_strategy
 from tunebench.search.warm_start import SeededSpace, WarmStart, warm_start
@@ -301,6 +302,14 @@ def test_tampered_feature_name_is_rejected(tmp_path, predictor):
         load_predictor(path)
 
 
+def test_a_file_of_another_format_version_is_rejected(tmp_path, predictor):
+    path = tmp_path / "model.predictor"
+    save_predictor(predictor, path)
+    _rewrite_header(path, lambda header: header.__setitem__("format_version", 1))
+    with pytest.raises(PredictorError, match="format_version 1 is not this code's 2: fit and save"):
+        load_predictor(path)
+
+
 def test_tampered_payload_is_rejected(tmp_path, predictor):
     path = tmp_path / "model.predictor"
     save_predictor(predictor, path)
@@ -327,7 +336,7 @@ def test_best_config_is_the_full_rankings_pick_when_the_shortlist_holds_it(data,
         scores = predictor.scores(shape)
         expected = predictor.config(int(shortlist[np.argmax(scores[shortlist])]))
         assert predictor.best_config(shape) == expected
-        assert len(shortlist) <= 4 * 8
+        assert len(shortlist) <= SIZE
 
 
 def test_timed_best_config_keeps_the_fastest_of_the_models_top_k(dataset, predictor):

@@ -1,8 +1,9 @@
 """The dispatcher: a trained ranker that picks a config for an unseen GEMM shape, saved with a JSON header.
 
 `Predictor.model_scores` scores every candidate with the model (sklearn); `Predictor.best_config` is the fast path:
-it scores a shortlist (the model's top configs of the nearest training shapes) with the same trees compiled to flat
-numpy arrays, because sklearn's predict pays about 10-20 us per tree per call whatever the number of rows.
+it scores a shortlist (the model's own top configs at the grid shapes around the query, `predict.shortlist`) with the
+same trees compiled to flat numpy arrays, because sklearn's predict pays about 10-20 us per tree per call whatever the
+number of rows.
 `Predictor.timed_best_config` spends k measurements: it times the model's top k and keeps the fastest.
 """
 
@@ -23,20 +24,14 @@ import sklearn
 
 from tunebench.kernels import matmul
 from tunebench.measure.result import Evaluator, Result
-from tunebench.predict.compiled import CompiledResources, divisibility
+from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.features import Hardware, check_dtype, feature_names, features
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
+from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axes
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
-FORMAT_VERSION = 1
-SHORTLIST_NEIGHBOURS = 4  # training shapes whose top configs form a query's shortlist
-SHORTLIST_PER_SHAPE = 8  # top configs kept per training shape
-# Distance between shapes for the shortlist: |d log2 M| + 0.5 (|d log2 N| + |d log2 K|), and a mismatch in whether
-# N or K is even (vectorized loads, by Triton's specialization or the kernel's alignment hints, or element by element)
-# counts as far as 4 octaves of M.
-NEIGHBOUR_WEIGHTS = np.array([1.0, 0.5, 0.5])
-DIVISIBILITY_MISMATCH = 4.0
+FORMAT_VERSION = 2  # 2: the shortlist is a grid of the model's own top lists (1: the nearest training shapes')
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
 # keeping the fastest scored 99.22 % mean efficiency when re-timed side by side (results/config_prediction/retime.md).
 TIMED_TOP_K = 10
@@ -84,32 +79,6 @@ class CompiledForest:
         return self.value[node].reshape(rows, len(self.roots)).sum(axis=1) + self.baseline
 
 
-def vectorized(shapes: np.ndarray) -> np.ndarray:
-    """(shapes, 2) flags: N, K even, so that the GEMM loads them in vectors (compiler divisibility above 1)."""
-    return divisibility(np.asarray(shapes)[:, 1:]) > 1
-
-
-@dataclass
-class Shortlist:
-    """Per training shape, its log2 shape, vectorization flags and the candidate indices the model ranks highest."""
-
-    log2_shapes: np.ndarray  # (shapes, 3)
-    vectorized: np.ndarray  # (shapes, 2) N and K even: see `vectorized`
-    top: np.ndarray  # (shapes, SHORTLIST_PER_SHAPE)
-
-    def distance(self, shape: Sequence[int]) -> np.ndarray:
-        """The dispatcher's distance from each training shape to `shape` (see NEIGHBOUR_WEIGHTS)."""
-        shape = np.asarray(shape, dtype=np.int64)
-        return (np.abs(self.log2_shapes - np.log2(shape.astype(np.float64))) @ NEIGHBOUR_WEIGHTS
-                + DIVISIBILITY_MISMATCH * (self.vectorized != vectorized(shape[None, :])).any(axis=1))
-
-    def for_shape(self, shape: Sequence[int]) -> np.ndarray:
-        """Candidate indices: the top lists of the SHORTLIST_NEIGHBOURS nearest training shapes, deduplicated."""
-        distance = self.distance(shape)
-        nearest = np.argpartition(distance, min(SHORTLIST_NEIGHBOURS, len(distance)) - 1)[:SHORTLIST_NEIGHBOURS]
-        return np.unique(self.top[nearest])
-
-
 @dataclass(frozen=True)
 class TimedPick:
     """The fastest of the configs measured for one shape, and every measurement in the model's order (best-ranked
@@ -131,7 +100,7 @@ class Predictor:
     candidates, which the features read."""
 
     def __init__(self, ranker: ConfigRanker, space: Space, candidates: np.ndarray, *, kernel: str, dtype: str,
-                 gpu: str, hardware: Hardware, resources: CompiledResources, shortlist: Shortlist,
+                 gpu: str, hardware: Hardware, resources: CompiledResources, shortlist: GridShortlist,
                  portfolio: np.ndarray, header: Mapping[str, Any] | None = None) -> None:
         self.ranker = ranker
         self.space = space
@@ -173,7 +142,8 @@ class Predictor:
         return [self.config(int(index)) for index in order]
 
     def best_config(self, shape: Sequence[int], dtype: str | None = None) -> dict[str, int]:
-        """The predicted best config: the shortlist of the nearest training shapes scored by the compiled forest."""
+        """The predicted best config: the shortlist around the shape (`predict.shortlist`) scored by the compiled
+        forest."""
         shortlist = self.shortlist.for_shape(checked_shape(shape))
         scores = self.forest.predict(self._features(shape, dtype, shortlist))
         return self.config(int(shortlist[np.argmax(scores)]))
@@ -199,25 +169,26 @@ class Predictor:
         return TimedPick(dict(fastest.config), float(fastest.latency_ms), results)
 
 
-def build_shortlist(ranker: ConfigRanker, data: TrainingData, shape_indices: np.ndarray,
-                    allowed: np.ndarray) -> Shortlist:
-    """The model's SHORTLIST_PER_SHAPE best-ranked allowed candidates of each of the given training shapes."""
-    shapes = data.shapes[shape_indices]
-    scores = ranker.score(data.features[data.rows_of(shape_indices)]).reshape(len(shape_indices), -1)
-    top = np.argsort(-restrict(scores, allowed), axis=1, kind="stable")[:, :min(SHORTLIST_PER_SHAPE, len(allowed))]
-    return Shortlist(np.log2(shapes.astype(np.float64)), vectorized(shapes), top)
-
-
 def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: np.ndarray | None = None,
-                  header: Mapping[str, Any] | None = None) -> Predictor:
-    """A predictor trained on the given shapes (all by default)."""
+                  header: Mapping[str, Any] | None = None,
+                  shortlist_shapes: Sequence[Sequence[int]] | None = None) -> Predictor:
+    """A predictor trained on the given shapes (all by default). Its shortlist grid covers the training shapes' range;
+    `shortlist_shapes` limits it to the grid points around those shapes (cross-validation's test shapes: the same top
+    lists, without scoring the tens of thousands of points a deployed predictor needs; () for a predictor that only
+    ranks)."""
     shape_indices = np.arange(len(data.shapes)) if shape_indices is None else np.asarray(shape_indices)
     ranker = ConfigRanker(settings).fit(data, data.rows_of(shape_indices))
     allowed = portfolio(data, shape_indices, settings.portfolio_size)
+    resources = data.resources.restricted(data.candidates)
+
+    def score(shapes: np.ndarray) -> np.ndarray:
+        rows = features(np.repeat(shapes, len(allowed), axis=0), np.tile(data.candidates[allowed], (len(shapes), 1)),
+                        data.space, data.dtype, resources, data.hardware)
+        return ranker.score(rows).reshape(len(shapes), len(allowed))
+
+    shortlist = build_shortlist(score, grid_axes(data.shapes[shape_indices]), allowed, shortlist_shapes)
     return Predictor(ranker, data.space, data.candidates, kernel=data.kernel, dtype=data.dtype, gpu=data.gpu,
-                     hardware=data.hardware, resources=data.resources.restricted(data.candidates),
-                     shortlist=build_shortlist(ranker, data, shape_indices, allowed),
-                     portfolio=allowed,
+                     hardware=data.hardware, resources=resources, shortlist=shortlist, portfolio=allowed,
                      header={"training": {"shapes": data.shapes[shape_indices].tolist(),
                                           "provenance": data.provenance}, **(header or {})})
 
@@ -270,8 +241,10 @@ def _read(path: Path) -> tuple[dict[str, Any], bytes]:
         except json.JSONDecodeError as error:
             raise PredictorError(f"{path}: the header line is not valid JSON ({error})") from None
         payload = stream.read()
-    if not isinstance(header, dict) or header.get("format_version") != FORMAT_VERSION:
-        raise PredictorError(f"{path}: unsupported header (format_version {FORMAT_VERSION} expected)")
+    version = header.get("format_version") if isinstance(header, dict) else None
+    if version != FORMAT_VERSION:
+        raise PredictorError(f"{path}: format_version {version!r} is not this code's {FORMAT_VERSION}: fit and save "
+                             f"the predictor again")
     return header, payload
 
 

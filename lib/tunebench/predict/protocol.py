@@ -80,7 +80,7 @@ def score_fold(data: TrainingData, fold: int, train: np.ndarray, test: np.ndarra
     started = time.perf_counter()
     with threadpool_limits(1):
         settings, tuning = select_ranker(data, train, objective, seed=seed + fold)
-        predictor = fit_predictor(data, settings, train)
+        predictor = fit_predictor(data, settings, train, shortlist_shapes=data.shapes[test])
     fit_s = time.perf_counter() - started
     inner = max(trial["inner_mean_efficiency"] for trial in tuning["tried"])
     scores, dispatched, rank_ms, dispatch_ms = [], [], [], []

@@ -55,7 +55,7 @@ def transfer_efficiency(source: TrainingData, target: TrainingData, settings: Ra
                     for k in added_shapes}
         variants[TARGET_ONLY] = offset + train
         for variant, shapes in variants.items():
-            predictor = fit_predictor(combined, settings, shapes)
+            predictor = fit_predictor(combined, settings, shapes, shortlist_shapes=())
             scores = np.array([predictor.scores(tuple(int(v) for v in target.shapes[index])) for index in test])
             for index, efficiency in zip(test, shape_efficiency(scores, latency[test])):
                 rows.append({"variant": variant, "fold": fold, "M": int(target.shapes[index, 0]),
