@@ -50,11 +50,11 @@ DATASET_SHAPES = (
 # with 16) near 2 ** uniform(9, 14); kept if at most 0.25 TFLOP and new. A first pass with random.Random(2029) kept
 # 96 shapes that were never measured; these are a second pass with a fresh random.Random(2029) that also counts the
 # first pass's as taken. `benchmarks/hinted_shapes.py` reproduces both passes and checks this list.
-# The last 96 (2026-11-24) aim at odd N or K, then the worst predicted (K odd with M >= 128 worst of all): the first
-# 6 batches of 16 of `benchmarks/odd_shapes.py`'s draw with random.Random(2031), cycling (N, K) over (aligned, odd),
+# The last 160 (2026-11-24) aim at odd N or K, then the worst predicted (K odd with M >= 128 worst of all): the
+# 10 batches of 16 of `benchmarks/odd_shapes.py`'s draw with random.Random(2031), cycling (N, K) over (aligned, odd),
 # (hinted, odd), (odd, aligned), (odd, hinted), (odd, odd), (aligned, odd), (hinted, hinted), (odd, odd); an odd size
 # is odd and near 2 ** uniform(9, 14), the other sizes and M as in the hinted draw; measured batch by batch in draw
-# order until the device time ran out. `benchmarks/odd_shapes.py --check` checks this list.
+# order (the first 6 batches in one stop, the last 4 in the next). `benchmarks/odd_shapes.py --check` checks this list.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -132,6 +132,17 @@ PREDICTION_SHAPES = (
     (7998, 2968, 4392), (307, 1033, 1407), (2046, 3072, 665), (36, 776, 2533), (461, 8763, 13264), (5, 955, 818),
     (5055, 631, 5317), (97, 3072, 1829), (36, 8324, 3990), (48, 13259, 549), (266, 5120, 5747), (223, 2344, 993),
     (549, 2645, 9120), (15, 2225, 10924), (1779, 9727, 1145), (2486, 12624, 1697), (6347, 584, 552), (7, 1063, 1439),
+    (4287, 11008, 1311), (1, 3310, 13803), (6, 2457, 6144), (300, 2129, 554), (1063, 2217, 2727), (1006, 9632, 1009),
+    (2, 1704, 664), (11, 2771, 3815), (34, 768, 3983), (288, 4366, 825), (3, 1997, 3072), (12, 16283, 2114),
+    (1, 811, 2839), (123, 8192, 1315), (78, 3290, 1672), (686, 13759, 3175), (6259, 3072, 3905), (2223, 16270, 537),
+    (1037, 3163, 5344), (1894, 929, 904), (2, 7055, 2859), (214, 5408, 16301), (1075, 570, 6760), (15, 16119, 7663),
+    (25, 13824, 5037), (212, 11864, 2245), (450, 7431, 3072), (2, 14499, 856), (52, 14625, 7771), (6, 1520, 3455),
+    (13, 14744, 2040), (73, 10935, 9625), (3, 7056, 6299), (1849, 2348, 2117), (515, 4595, 528), (3, 667, 2394),
+    (3657, 3289, 3481), (255, 14336, 1171), (1863, 7964, 6312), (10, 13589, 697), (401, 768, 16079), (1, 1560, 2729),
+    (10, 1847, 14336), (637, 1207, 1320), (4773, 2067, 2577), (7225, 10672, 925), (40, 4700, 7144), (13, 11651, 1913),
+    (285, 2016, 897), (2202, 2104, 11109), (5025, 667, 13632), (121, 14487, 7126), (416, 2429, 749), (728, 1536, 1107),
+    (7094, 3930, 1246), (2, 1507, 1009), (47, 1408, 7487), (8, 7290, 3673), (1, 2267, 2816), (4505, 4303, 810),
+    (29, 583, 7465), (14, 5120, 7627), (98, 1914, 7368), (1, 807, 1407),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
