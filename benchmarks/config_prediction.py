@@ -463,7 +463,7 @@ The {WORST_SHAPES} held-out shapes with the lowest efficiency (`selected`), with
 | the same, 90th percentile / max over shapes | {np.percentile(latencies, 90):.3f} / {latencies.max():.3f} |
 
 sklearn's HistGradientBoostingRegressor.predict pays a fixed cost per tree per call, whatever the number of rows (the
-fold models have {min(trees)} to {max(trees)} trees), so ranking all {count} candidates takes
+fold models have {min(trees)}{'' if min(trees) == max(trees) else f' to {max(trees)}'} trees), so ranking all {count} candidates takes
 ~{np.median(cv.rank_ms(SELECTED)):.0f} ms here, over the 1 ms target. `best_config` instead scores a shortlist with the
 same trees compiled to flat numpy arrays (identical predictions, tested): when it is fitted, the predictor ranks every
 candidate at each point of a grid of shapes (log2 M in steps of {M_STEP}, log2 N and log2 K in steps of {NK_STEP}, over

@@ -50,7 +50,7 @@ trace_strategy = "lfbo"  # the inner strategy of the traced searches
 seeds_k = 10  # the model's top configs the warm start measures first
 budget = 150  # unique evaluations per traced search
 cdf_from = 0.6  # left end of the efficiency axis
-retime_journal = "results/config_prediction/retime_h100_hinted96.csv"  # side-by-side re-timing (picks beside it, .picks.csv)
+retime_journal = "results/config_prediction/retime_h100_odd96.csv"  # side-by-side re-timing (picks beside it, .picks.csv)
 
 # %%
 recorded = open_dataset(resolve_dataset(dataset))
@@ -84,10 +84,10 @@ plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, 
 # recorded 20 fastest candidates were timed again together on the GPU, in interleaved rounds
 # (`benchmarks/config_prediction_retime.py`): "top 10 timed" keeps its fastest in round 0, and every pick is judged on
 # the median of the later rounds against the fastest of the set. The picks are those frozen with the timings: the
-# out-of-fold picks of the run they were timed for: by default those of the model trained on 345 shapes (before the
-# odd shapes and the instruction-count features), on its 96 hinted shapes, with the hinted kernel.
-# `retime_h100_new96.csv` and `retime_h100.csv` hold earlier models' picks, timed before the kernel had alignment
-# hints (on the 96 shapes added before, and on the first 153).
+# out-of-fold picks of the run they were timed for: by default those of the model trained on 441 shapes (before the
+# last 64 odd shapes, and with the dispatcher's earlier shortlist, the nearest training shapes' top lists), on the 96
+# odd shapes it added. `retime_h100_hinted96.csv` holds the 345-shape model's picks on its 96 hinted shapes;
+# `retime_h100_new96.csv` and `retime_h100.csv` earlier models' picks, timed before the kernel had alignment hints.
 
 # %%
 retimed = retimed_efficiency(pd.read_csv(repo_path(retime_journal)),
