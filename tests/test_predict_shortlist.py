@@ -77,6 +77,16 @@ def test_the_top_lists_are_the_models_best_allowed_candidates():
     assert grid.top[tuple(corner)].tolist() == allowed[np.argsort(-scores, kind="stable")[:PER_POINT]].tolist()
 
 
+def test_a_grid_built_for_some_shapes_holds_the_full_grids_lists_there(grid):
+    served = np.array([(100, 3000, 5001), (7, 1000, 4096)])
+    partial = build_shortlist(preference, grid_axes(TRAINING), np.arange(CANDIDATES), served)
+    for shape in served:
+        assert partial.for_shape(shape).tolist() == grid.for_shape(shape).tolist()
+    computed = partial.top[..., 0] >= 0
+    assert computed.sum() == len(np.unique(np.concatenate([grid.corners(shape) for shape in served]), axis=0))
+    assert (partial.top[computed] == grid.top[computed]).all()
+
+
 def test_a_grid_built_for_some_shapes_refuses_others():
     served = np.array([(100, 3000, 5001)])
     grid = build_shortlist(preference, grid_axes(TRAINING), np.arange(CANDIDATES), served)
