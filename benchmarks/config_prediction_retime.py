@@ -116,6 +116,8 @@ def summarize(args: argparse.Namespace) -> None:
     if not picks.exists():
         raise FileNotFoundError(f"no frozen picks at {picks}: `measure` writes them beside the journal")
     per_shape = pd.read_csv(picks)
+    start, stop = args.rows
+    per_shape = per_shape.iloc[start:stop]
     table = retimed_efficiency(journal, per_shape, TOP_K)
     provenance = json.loads(Path(args.journal).with_suffix(".provenance.json").read_text())
     columns = [name for name in table.columns if name not in ("M", "N", "K", "configs timed")]
@@ -124,13 +126,14 @@ def summarize(args: argparse.Namespace) -> None:
                              "median": f"{table[name].median():.2%}"} for name in columns])
     rounds = int(journal["round"].max()) + 1
     worst = table.nsmallest(10, "prediction")
+    rows_note = f" (rows {start} to {stop - 1} of the frozen picks)" if args.rows != (0, None) else ""
     text = f"""# Config prediction re-timed side by side on the GPU
 
 Command: `{provenance['command']}` on {provenance['gpu_name']} (Triton {provenance['triton']}, first sitting
 {provenance['date']}; a run stopped by `--stop-after-s` resumes from the journal, `{Path(args.journal).name}`); summary:
 `.venv/bin/python {' '.join(sys.argv)}`.
 
-{len(table)} held-out shapes; per shape {RECORDED_FASTEST} recorded fastest candidates, the `selected` model's out-of-fold
+{len(table)} held-out shapes{rows_note}; per shape {RECORDED_FASTEST} recorded fastest candidates, the `selected` model's out-of-fold
 top {TOP_K} and the dispatcher's pick (median {table['configs timed'].median():.0f} configs), timed in {rounds} interleaved
 rounds (configs shuffled per round). Round 0 is the sitting in which "top {TOP_K} timed" picks its fastest; every
 efficiency is judged on the median of rounds 1 to {rounds - 1}: fastest median in the set / the pick's median. The
@@ -151,6 +154,18 @@ The 10 shapes with the lowest re-timed prediction efficiency:
     print(text)
 
 
+def row_range(text: str) -> tuple[int, int]:
+    """'START:STOP' as two ints, 0 <= START < STOP; a clear error otherwise."""
+    start, _, stop = text.partition(":")
+    try:
+        bounds = int(start), int(stop)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--rows takes START:STOP with two integers, got {text!r}") from None
+    if not 0 <= bounds[0] < bounds[1]:
+        raise argparse.ArgumentTypeError(f"--rows {text!r}: need 0 <= START < STOP")
+    return bounds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("measure", "summarize"))
@@ -160,6 +175,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--stop-after-s", type=float, default=float("inf"))
     parser.add_argument("--out", type=Path, default=SUMMARY)
+    parser.add_argument("--rows", type=row_range, default=(0, None), metavar="START:STOP",
+                        help="summarize only these rows of the frozen picks (0-based, STOP excluded)")
     args = parser.parse_args()
     measure(args) if args.mode == "measure" else summarize(args)
 

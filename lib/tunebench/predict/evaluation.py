@@ -117,7 +117,7 @@ def retimed_efficiency(journal: pd.DataFrame, per_shape: pd.DataFrame, k: int) -
     timings; beside the replay's efficiency of the same picks. A pick never timed scores 0."""
     ok = journal[journal["status"] == Status.OK.value]
     judge = ok[ok["round"] > 0].groupby(["M", "N", "K", "config"])["latency_ms"].median()
-    first = ok[ok["round"] == 0].set_index(["M", "N", "K", "config"])["latency_ms"]
+    first = ok[ok["round"] == 0].set_index(["M", "N", "K", "config"])["latency_ms"].sort_index()
     timed_shapes = set(judge.index.droplevel("config"))
     rows = []
     for row in per_shape.itertuples(index=False):
