@@ -95,6 +95,22 @@ def test_batch_and_single_row_features_agree(data):
     np.testing.assert_array_equal(batch, data.features[rows])
 
 
+def test_one_shape_or_one_config_broadcasts_to_the_full_batch(data):
+    """The dispatcher passes one shape against its shortlist, a grid may pass one config against many shapes: both
+    must give the rows of the fully repeated batch exactly."""
+    shape, shapes = data.shapes[3], data.shapes[::40]
+    one_shape = features(shape[None], data.candidates, data.space, "bfloat16", data.resources, data.hardware)
+    repeated = features(np.repeat(shape[None], len(data.candidates), axis=0), data.candidates, data.space,
+                        "bfloat16", data.resources, data.hardware)
+    np.testing.assert_array_equal(one_shape, repeated)
+    config = data.candidates[5]
+    one_config = features(shapes, config[None], data.space, "bfloat16", data.resources, data.hardware)
+    tiled = features(shapes, np.repeat(config[None], len(shapes), axis=0), data.space, "bfloat16", data.resources,
+                     data.hardware)
+    np.testing.assert_array_equal(one_config, tiled)
+    assert one_shape.shape == (len(data.candidates), len(feature_names(data.space)))
+
+
 def test_config_encoding_is_the_spaces(data):
     configs = [dict(zip(data.space.names, map(int, row))) for row in data.candidates]
     np.testing.assert_array_equal(encode_columns(data.space, data.candidates), data.space.encode(configs))

@@ -7,6 +7,7 @@ alignment class).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from tunebench.kernels import matmul
 from tunebench.predict.compiled import CompiledResources, divisibility
-from tunebench.space import ConfigError, Space
+from tunebench.space import ConfigError, Parameter, Space
 
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
 VECTOR_BYTES = 16  # widest global load or store per thread; an operand whose row stride the compiler knows to be
@@ -93,20 +94,27 @@ def config_columns(space: Space, configs: Sequence[Mapping[str, Any]]) -> np.nda
     return np.array([space.key(config) for config in configs], dtype=np.int64).reshape(len(configs), len(space.names))
 
 
+@functools.lru_cache(maxsize=256)
+def _encoding(parameter: Parameter) -> tuple[np.ndarray, np.ndarray]:
+    """A parameter's allowed values, sorted, and `parameter.encode` of each, in that order (computed once per
+    parameter: the dispatcher encodes a few configs per call)."""
+    allowed = np.array(parameter.values)
+    order = np.argsort(allowed)
+    table = np.array([parameter.encode(value) for value in parameter.values], dtype=np.float64)
+    return allowed[order], table[order]
+
+
 def encode_columns(space: Space, values: np.ndarray) -> np.ndarray:
     """`Space.encode`, vectorized over rows of parameter values (a lookup per parameter of its few values)."""
     blocks = []
     for position, parameter in enumerate(space.parameters):
         column = values[:, position]
-        allowed = np.array(parameter.values)
-        order = np.argsort(allowed)
-        index = np.searchsorted(allowed[order], column)
-        index = np.minimum(index, len(allowed) - 1)
-        outside = allowed[order][index] != column
+        allowed, table = _encoding(parameter)
+        index = np.minimum(np.searchsorted(allowed, column), len(allowed) - 1)
+        outside = allowed[index] != column
         if outside.any():
             raise ConfigError(parameter._not_allowed(int(column[np.flatnonzero(outside)[0]])))
-        table = np.array([parameter.encode(value) for value in parameter.values], dtype=np.float64)
-        blocks.append(table[order][index])
+        blocks.append(table[index])
     return np.hstack(blocks) if blocks else np.empty((len(values), 0))
 
 
@@ -130,15 +138,14 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
     rows = max(len(shapes), len(values))
     if len(shapes) not in (1, rows) or len(values) not in (1, rows):
         raise ValueError(f"{len(shapes)} shapes and {len(values)} configs: give as many of each, or one of either")
-    m, n, k = (np.broadcast_to(shapes[:, i].astype(np.float64), (rows,)) for i in range(3))
-    encoded = np.broadcast_to(encode_columns(space, values), (rows, space.width))
-    config = {name: np.broadcast_to(values[:, i], (rows,)) for i, name in enumerate(space.names)}
+    # Shape columns have len(shapes) rows and config columns len(values): numpy broadcasts one of them when it is 1.
+    m, n, k = (shapes[:, i].astype(np.float64) for i in range(3))
+    config = {name: values[:, i] for i, name in enumerate(space.names)}
     block_m, block_n, block_k = (config[name].astype(np.float64) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     split_k, warps = config["SPLIT_K"].astype(np.float64), config["num_warps"].astype(np.float64)
 
     minimum_bytes = element_bytes * (m * k + k * n + m * n)
-    n_divisibility = divisibility(np.broadcast_to(shapes[:, 1], (rows,)))
-    k_divisibility = divisibility(np.broadcast_to(shapes[:, 2], (rows,)))
+    n_divisibility, k_divisibility = divisibility(shapes[:, 1]), divisibility(shapes[:, 2])
     problem = [
         m, n, k, np.log2(m), np.log2(n), np.log2(k), 2 * m * n * k / minimum_bytes,
         np.log2(m / n), np.log2(m / k), np.log2(n / k), np.log2(n_divisibility), np.log2(k_divisibility),
@@ -148,13 +155,14 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
     programs = tiles_m * tiles_n * split_k
     waves = programs / hardware.sm_count
     k_iterations = np.ceil(k / (block_k * split_k))
-    compiled = resources.lookup(np.broadcast_to(values, (rows, values.shape[1])), n_divisibility, k_divisibility)
+    compiled = resources.lookup(np.broadcast_to(values, (rows, values.shape[1])),
+                                np.broadcast_to(n_divisibility, (rows,)), np.broadcast_to(k_divisibility, (rows,)))
     shared, registers = compiled["shared_memory_bytes"], compiled["registers"]
     unit = hardware.register_allocation_unit
     warps_by_registers = np.floor(hardware.registers_per_sm / (np.ceil(32 * registers / unit) * unit))
-    programs_per_sm = np.maximum(1.0, np.minimum.reduce([
+    programs_per_sm = np.maximum(1.0, np.minimum(np.minimum(
         np.floor(hardware.shared_memory_per_sm / (shared + hardware.reserved_shared_memory_per_program)),
-        np.floor(hardware.warps_per_sm / warps), np.floor(warps_by_registers / warps)]))
+        np.floor(hardware.warps_per_sm / warps)), np.floor(warps_by_registers / warps)))
     occupancy_waves = programs / (hardware.sm_count * programs_per_sm)
     # Multiply-adds the tiles compute (padded M, N; K rounded up to whole iterations) over those the problem needs.
     padded = (tiles_m * block_m) * (tiles_n * block_n) * (k_iterations * block_k * split_k)
@@ -184,7 +192,12 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
         np.log2(np.ceil(waves) * multiply_adds),
         compiled["cp_async"], compiled["scalar_global_loads"], compiled["wgmma"], compiled["mma_sync"],
     ]
-    return np.column_stack([*problem, encoded, *interaction])
+    matrix = np.empty((rows, len(problem) + space.width + len(interaction)))
+    matrix[:, len(problem):len(problem) + space.width] = encode_columns(space, values)
+    for position, column in zip([*range(len(problem)), *range(len(problem) + space.width, matrix.shape[1])],
+                                [*problem, *interaction]):
+        matrix[:, position] = column  # broadcasts a column of one shape's or one config's value
+    return matrix
 
 
 def feature_row(shape: Sequence[int], config: Mapping[str, Any], space: Space, dtype: str,
