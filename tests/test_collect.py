@@ -14,9 +14,11 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from tunebench.collect import Journal, parse_shapes, sweep
+from tunebench.collect import (Journal, build_dataset, dataset_records, parse_shapes, provenance_records, sweep,
+                                sweep_provenance)
 from tunebench.measure.dataset import load_dataset
 
 import stand_in_bench
@@ -117,3 +119,31 @@ def test_a_sweep_begun_elsewhere_resumes_from_its_gzipped_journal(tmp_path, monk
     assert [r for r in records if r["kind"] == "config"][:len(partial)] == partial, "nothing measured twice"
     with pytest.raises(ValueError, match="already holds records"):
         sweep("matmul", "bfloat16", SHAPES, second, limit_configs=10, make_bench=StandInBench, resume_from=archive)
+
+
+def test_a_saved_dataset_turns_back_into_the_records_that_build_it(tmp_path):
+    """A dataset whose journal is gone is extended through its records: they rebuild it exactly, and a later
+    sitting's records add to it, listed as a second sitting."""
+    first = tmp_path / "first.parquet"
+    assert sweep("matmul", "bfloat16", SHAPES[:1], first, limit_configs=6, make_bench=StandInBench)
+    dataset = load_dataset(first)
+    rebuilt = build_dataset("matmul", "bfloat16", dataset_records(dataset))
+    pd.testing.assert_frame_equal(rebuilt.measurements, dataset.measurements)
+    pd.testing.assert_frame_equal(rebuilt.vendor, dataset.vendor)
+    assert rebuilt.provenance == dataset.provenance
+
+    second = tmp_path / "second.parquet"
+    assert sweep("matmul", "bfloat16", SHAPES[1:], second, limit_configs=6, make_bench=StandInBench)
+    later = Journal(second.with_suffix(".journal") / "journal.jsonl").read()
+    extended = build_dataset("matmul", "bfloat16", dataset_records(dataset) + later)
+    assert sorted(extended.shapes()) == sorted(SHAPES) and len(extended.measurements) == 12
+    assert len(extended.provenance["sittings"]) == 2
+    assert build_dataset("matmul", "bfloat16", dataset_records(extended)).provenance == extended.provenance
+
+
+def test_provenance_records_invert_the_sittings_summary():
+    provenance = {"gpu_name": "H200", "date": "d0", "triton": "3.6.0",
+                  "sittings": [{"measured_before": 0, "date": "d0"},
+                               {"measured_before": 40, "date": "d1", "triton": "3.7.0"}]}
+    assert sweep_provenance(provenance_records(provenance)) == provenance
+    assert sweep_provenance(provenance_records({"date": "d0"})) == {"date": "d0"}

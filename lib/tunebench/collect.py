@@ -113,6 +113,35 @@ def sweep_provenance(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return first
 
 
+def provenance_records(provenance: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The journal's provenance records that `sweep_provenance` summarized into `provenance` (its inverse)."""
+    first = {name: value for name, value in provenance.items() if name != "sittings"}
+    sittings = provenance.get("sittings") or [{"measured_before": 0}]
+    return [{"kind": "provenance", "measured_before": sitting.get("measured_before", 0),
+             "provenance": {**first, **{name: value for name, value in sitting.items() if name != "measured_before"}}}
+            for sitting in sittings]
+
+
+def dataset_records(dataset) -> list[dict[str, Any]]:
+    """A saved dataset as the journal records `build_dataset` makes it from, for a dataset whose journal is gone:
+    `build_dataset(kernel, dtype, dataset_records(dataset) + later_journal)` extends it with a later sitting."""
+    shape_names, names = list(dataset.shape_names), list(dataset.parameter_names)
+
+    def record(kind: str, row: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        error = row["error"]
+        return {"kind": kind, "shape": [int(row[name]) for name in shape_names], "config": dict(config),
+                "status": row["status"], "repeats_ms": [float(x) for x in row["repeats_ms"]],
+                "compile_s": float(row["compile_s"]), "bench_s": float(row["bench_s"]),
+                "error": error if isinstance(error, str) else None}
+
+    records = provenance_records(dataset.provenance)
+    for row in dataset.measurements.to_dict("records"):
+        records.append(record("config", row, {name: int(row[name]) for name in names}))
+    for row in dataset.vendor.to_dict("records"):
+        records.append(record("vendor", row, {}))
+    return records
+
+
 def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, Any]]):
     """The Dataset of a finished sweep: the last record of each (shape, config) wins."""
     from tunebench.measure.dataset import Dataset
