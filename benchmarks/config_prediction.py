@@ -24,8 +24,9 @@ from threadpoolctl import threadpool_limits
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
 from tunebench.measure.replay import ReplayEvaluator
-from tunebench.predict import (SELECTED, by_family, cross_validate, fit_predictor, load_predictor, per_shape_table,
-                               read_header, save_predictor, select_ranker, summarize_efficiency, training_data)
+from tunebench.predict import (ALIGNMENTS, SELECTED, alignment, by_alignment, by_family, cross_validate, fit_predictor,
+                               load_predictor, per_shape_table, read_header, save_predictor, select_ranker,
+                               summarize_efficiency, training_data)
 from tunebench.predict.compiled import divisibility, load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
 from tunebench.predict.model import INNER_SPLITS, MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES, relative_speed
@@ -240,12 +241,15 @@ def main() -> int:
                         "median": "n/a", "top-1 hit rate": "n/a", "top-5 hit rate": "n/a"}])
     overall = pd.concat([overall, ck], ignore_index=True)
     family_tables = {p: by_family(tables[p]) for p in PIPELINES}
-    for table in family_tables.values():
+    alignment_tables = {"full ranking": by_alignment(tables[SELECTED]),
+                        "`best_config`": by_alignment(dispatch_tables[SELECTED])}
+    for group, table in [*(("family", t) for t in family_tables.values()),
+                         *(("class", t) for t in alignment_tables.values())]:
         for column in ("mean", "p10", "min", "median"):
             table[column] = table[column].map(percent)
         for column in ("top1_hit_rate", "top5_hit_rate"):
             table[column] = table[column].map(lambda v: f"{v:.2f}")
-        table.columns = ["family", "shapes", "mean", "P10", "min", "median", "top-1 hit rate", "top-5 hit rate"]
+        table.columns = [group, "shapes", "mean", "P10", "min", "median", "top-1 hit rate", "top-5 hit rate"]
     chosen = pd.DataFrame([{"fold": o.fold, "objective": o.objective, "max_leaf_nodes": o.settings.max_leaf_nodes,
                             "iterations": o.settings.max_iter,
                             "portfolio": o.settings.portfolio_size or "all",
@@ -308,7 +312,7 @@ def main() -> int:
     warm_table = pd.DataFrame(warm_rows)
 
     # -- per-shape CSV -------------------------------------------------------------------------------------
-    per_shape = tables[SELECTED][["M", "N", "K", "family"]].copy()
+    per_shape = tables[SELECTED][["M", "N", "K", "family", "alignment"]].copy()
     for pipeline in PIPELINES:
         per_shape[f"{pipeline}_efficiency"] = tables[pipeline]["efficiency"]
         per_shape[f"{pipeline}_top1_hit"] = tables[pipeline]["top1_hit"]
@@ -350,15 +354,25 @@ def main() -> int:
                                   "P10": percent(np.percentile(values, 10)), "min": percent(values.min()),
                                   "median": percent(np.median(values))})
         transfer_table = pd.DataFrame(transfer_rows)
+        transfer["alignment"] = [alignment(n, k) for n, k in zip(transfer["N"], transfer["K"])]
+        by_class = transfer.pivot_table(index="variant", columns="alignment", values="efficiency", aggfunc="mean")
+        class_sizes = transfer[transfer["variant"] == SOURCE_ONLY]["alignment"].value_counts()
+        class_table = pd.DataFrame([{"trained on": variant, **{f"{name} ({class_sizes[name]})": percent(by_class.loc[
+            variant, name]) for name in ALIGNMENTS if name in class_sizes}} for variant in order])
         common = len({tuple(s) for s in data.shapes.tolist()} & {tuple(s) for s in target.shapes.tolist()})
         transfer_text = f"""Source: this GPU ({data.gpu}, {len(data.shapes)} shapes). Target: {target.gpu} ({len(target.shapes)}
 shapes, {common} of them also measured on the source; `{os.path.relpath(args.transfer_dataset, REPO)}`, measured
 {target_dataset.provenance.get('date', '?')}). The target's shapes are split GroupKFold({N_SPLITS}); each held-out
-target shape is scored on the target's own measurements, by a model trained on every source shape plus k of the
-fold's target training shapes (seeded draw), or on the fold's target training shapes alone. The settings are the
-deployed model's, tuned on the source: no target shape tunes anything. Per shape in `transfer.csv`.
+target shape is scored on the target's own measurements, by a model trained on the source shapes plus k of the
+fold's target training shapes (seeded draw), or on the fold's target training shapes alone. A held-out shape is unseen
+on both GPUs: the source's measurements of the fold's test shapes are left out of its training data too. The settings
+are the deployed model's, tuned on the source: no target shape tunes anything. Per shape in `transfer.csv`.
 
-{markdown_table(transfer_table)}"""
+{markdown_table(transfer_table)}
+
+Mean efficiency per alignment class of the target's shapes (shapes per class in brackets):
+
+{markdown_table(class_table)}"""
     else:
         transfer_text = (f"Not measured: no second GPU's dataset at `{os.path.relpath(args.transfer_dataset, REPO)}`. "
                          "The features take the SM count from each dataset's provenance, and a saved predictor "
@@ -442,6 +456,16 @@ shape, as a dispatcher that times its shortlist once per new shape would.
 `relative` (the ranking-style challenger):
 
 {markdown_table(family_tables['relative'])}
+
+### Per alignment class
+
+N and K both multiples of 16 (aligned), either odd (odd), or both even with one off multiples of 16 (hinted: the
+kernel's alignment hints of 8, 4 or 2 apply); `tunebench.predict.evaluation.alignment`. `selected` pipeline, its full
+ranking and the dispatcher:
+
+{markdown_table(alignment_tables['full ranking'])}
+
+{markdown_table(alignment_tables['`best_config`'])}
 
 ### What the inner splits chose (`selected`)
 

@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 
 from tunebench.kernels import matmul
-from tunebench.predict.evaluation import FAMILIES, family
+from tunebench.predict.evaluation import FAMILIES, alignment, family
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h200_prediction.parquet"
@@ -28,14 +28,6 @@ PER_BATCH = {"hinted": 7, "odd": 7, "aligned": 2}
 BATCHES = 4
 
 
-def alignment(shape: tuple[int, int, int]) -> str:
-    """'aligned' (N and K multiples of 16), 'odd' (N or K odd) or 'hinted' (the rest)."""
-    _, n, k = shape
-    if n % 2 or k % 2:
-        return "odd"
-    return "aligned" if n % 16 == 0 and k % 16 == 0 else "hinted"
-
-
 def draw() -> list[tuple[int, int, int]]:
     """BATCHES batches of BATCH H100 prediction shapes not in FIRST, with random.Random(SEED): per batch PER_BATCH
     shapes of each class, their M families cycling, none drawn twice."""
@@ -43,7 +35,7 @@ def draw() -> list[tuple[int, int, int]]:
     pools: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
     for shape in matmul.PREDICTION_SHAPES:
         if shape not in FIRST:
-            pools.setdefault((alignment(shape), family(shape[0])), []).append(shape)
+            pools.setdefault((alignment(shape[1], shape[2]), family(shape[0])), []).append(shape)
     for pool in pools.values():
         rng.shuffle(pool)
     families = [name for name, _, _ in FAMILIES]

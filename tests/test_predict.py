@@ -20,7 +20,8 @@ from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, f
                                fit_predictor, grouped_folds, load_predictor, read_header, save_predictor,
                                select_ranker, training_data)
 from tunebench.predict.compiled import CompiledResources, load_table
-from tunebench.predict.evaluation import best_of_top_k, retest_efficiency, retimed_efficiency
+from tunebench.predict.evaluation import (alignment, best_of_top_k, by_alignment, per_shape_table, retest_efficiency,
+                                          retimed_efficiency)
 from tunebench.predict.features import config_columns, encode_columns
 from tunebench.predict.model import INNER_SPLITS, ConfigRanker, portfolio, restrict
 from tunebench.predict.shortlist import SIZE
@@ -208,6 +209,19 @@ def test_best_of_top_k_keeps_the_fastest_of_the_k_highest_scored():
     np.testing.assert_allclose(best_of_top_k(scores, latency, 1), [0.5, 1 / 3])
     np.testing.assert_allclose(best_of_top_k(scores, latency, 2), [0.5, 0.5])
     np.testing.assert_allclose(best_of_top_k(scores, latency, 4), [1.0, 1.0])
+
+
+def test_alignment_classes_and_their_summary():
+    assert [alignment(n, k) for n, k in ((4096, 768), (1000, 4096), (4096, 1001), (6, 16), (32, 2))] == [
+        "aligned", "hinted", "odd", "hinted", "hinted"]
+    shapes = np.array([[1, 4096, 768], [8, 1000, 4096], [64, 999, 4096], [128, 2048, 2048]])
+    latency = np.array([[1.0, 2.0], [1.0, 4.0], [2.0, 1.0], [3.0, 1.0]])
+    scores = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # picks 1, 4, 2, 1 ms
+    table = per_shape_table(shapes, scores, latency)
+    assert table["alignment"].tolist() == ["aligned", "hinted", "odd", "aligned"]
+    summary = by_alignment(table).set_index("alignment")
+    assert summary.loc["aligned", "shapes"] == 2 and summary.loc["aligned", "mean"] == pytest.approx(1.0)
+    assert summary.loc["hinted", "mean"] == pytest.approx(0.25) and summary.loc["odd", "mean"] == pytest.approx(0.5)
 
 
 def test_retimed_picks_are_judged_on_the_rounds_after_the_top_k_choice():
@@ -491,6 +505,10 @@ def test_transfer_scores_target_shapes_with_and_without_target_data(dataset, dat
     assert table["efficiency"].between(0, 1).all()
     assert table.groupby("variant")["target shapes in training"].max().to_dict() == {
         "source only": 0, "source + 4 target shapes": 4, "target only": 8}
+    # The target's shapes are the source's: each held-out one is left out of the source training data as well.
+    held_out_per_fold = table[table["variant"] == "source only"].groupby("fold").size()
+    source_counts = table[table["variant"] == "source only"].groupby("fold")["source shapes in training"].first()
+    assert (source_counts == len(SHAPES) - held_out_per_fold).all()
     mean = table.groupby("variant")["efficiency"].mean()
     assert mean["target only"] > mean["source only"], "the source GPU's ranking misleads on the other GPU"
 

@@ -1,5 +1,6 @@
-"""The prediction dataset's shape list against the seeded draws that made it (benchmarks/hinted_shapes.py and
-benchmarks/odd_shapes.py): the list in kernels/matmul.py must be what the draws give, in measured order."""
+"""The prediction datasets' shapes against the seeded draws that made them (benchmarks/hinted_shapes.py,
+benchmarks/odd_shapes.py and, for the H200 transfer set, benchmarks/h200_shapes.py): the list in kernels/matmul.py must
+be what the draws give, in measured order."""
 
 import os
 import subprocess
@@ -21,7 +22,8 @@ def run_script(name: str, *arguments: str) -> subprocess.CompletedProcess:
                           env=environment, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("arguments", [("hinted_shapes.py",), ("odd_shapes.py", "--check")])
+@pytest.mark.parametrize("arguments", [("hinted_shapes.py",), ("odd_shapes.py", "--check"),
+                                       ("h200_shapes.py", "--check")])
 def test_the_listed_shapes_are_the_seeded_draws(arguments):
     completed = run_script(*arguments)
     assert completed.returncode == 0, completed.stdout + completed.stderr
@@ -35,3 +37,17 @@ def test_the_odd_draw_has_an_odd_n_or_k_unless_its_pattern_says_hinted():
     assert len(hinted_both) == 160 // 8  # one (hinted, hinted) per cycle of 8; every other has N or K odd
     assert all(shape[1] % 2 or shape[2] % 2 for shape in shapes if shape not in hinted_both)
     assert not set(shapes) & set(matmul.DATASET_SHAPES)
+
+
+def test_the_h200_draw_is_balanced_and_new():
+    """Each batch of 16 holds 7 hinted, 7 odd and 2 aligned H100 prediction shapes, none of the first 22."""
+    sys.path.insert(0, str(REPOSITORY / "benchmarks"))
+    import h200_shapes
+    from tunebench.predict.evaluation import alignment
+
+    shapes = h200_shapes.draw()
+    assert len(set(shapes)) == len(shapes) == h200_shapes.BATCHES * h200_shapes.BATCH
+    assert set(shapes) <= set(matmul.PREDICTION_SHAPES) and not set(shapes) & set(h200_shapes.FIRST)
+    for start in range(0, len(shapes), h200_shapes.BATCH):
+        kinds = [alignment(n, k) for _, n, k in shapes[start:start + h200_shapes.BATCH]]
+        assert {kind: kinds.count(kind) for kind in set(kinds)} == h200_shapes.PER_BATCH

@@ -15,6 +15,8 @@ from tunebench.measure.result import Status
 # Shape families by M, the one definition used everywhere: (name, lowest M, highest M + 1).
 FAMILIES = (("M < 8", 1, 8), ("8 <= M < 128", 8, 128), ("128 <= M < 1024", 128, 1024), ("M >= 1024", 1024, None))
 TOP_K = (1, 5)
+# Alignment classes of (N, K), the one definition used everywhere: how the kernel can load the operands.
+ALIGNMENTS = ("aligned", "hinted", "odd")
 
 
 def family(m: int) -> str:
@@ -23,6 +25,14 @@ def family(m: int) -> str:
         if m >= low and (high is None or m < high):
             return name
     raise ValueError(f"M={m} is in no family; M must be >= 1")
+
+
+def alignment(n: int, k: int) -> str:
+    """'aligned' when N and K are multiples of 16, 'odd' when either is odd, else 'hinted' (both even, one off
+    multiples of 16: the kernel's alignment hints of 8, 4 or 2 apply)."""
+    if n % 2 or k % 2:
+        return "odd"
+    return "aligned" if n % 16 == 0 and k % 16 == 0 else "hinted"
 
 
 def shape_efficiency(scores: np.ndarray, latency_ms: np.ndarray) -> np.ndarray:
@@ -73,9 +83,11 @@ def grouped_folds(group: np.ndarray, n_splits: int) -> list[tuple[np.ndarray, np
 
 
 def per_shape_table(shapes: np.ndarray, scores: np.ndarray, latency_ms: np.ndarray) -> pd.DataFrame:
-    """One row per shape: M, N, K, family, efficiency, top-1 and top-5 hits, the predicted and best candidate."""
+    """One row per shape: M, N, K, family, alignment class, efficiency, top-1 and top-5 hits, the predicted and best
+    candidate."""
     table = pd.DataFrame(shapes, columns=["M", "N", "K"])
     table["family"] = [family(int(m)) for m in shapes[:, 0]]
+    table["alignment"] = [alignment(int(n), int(k)) for n, k in shapes[:, 1:]]
     table["efficiency"] = shape_efficiency(scores, latency_ms)
     for k in TOP_K:
         table[f"top{k}_hit"] = top_k_hits(scores, latency_ms, k)
@@ -100,11 +112,20 @@ def summarize_efficiency(table: pd.DataFrame) -> dict[str, float]:
 
 def by_family(table: pd.DataFrame) -> pd.DataFrame:
     """`summarize_efficiency` per family, in family order."""
+    return _by(table, "family", [name for name, _, _ in FAMILIES])
+
+
+def by_alignment(table: pd.DataFrame) -> pd.DataFrame:
+    """`summarize_efficiency` per alignment class, in ALIGNMENTS order."""
+    return _by(table, "alignment", ALIGNMENTS)
+
+
+def _by(table: pd.DataFrame, column: str, names: Sequence[str]) -> pd.DataFrame:
     rows = []
-    for name, _, _ in FAMILIES:
-        members = table[table["family"] == name]
+    for name in names:
+        members = table[table[column] == name]
         if len(members):
-            rows.append({"family": name, **summarize_efficiency(members)})
+            rows.append({column: name, **summarize_efficiency(members)})
     return pd.DataFrame(rows)
 
 

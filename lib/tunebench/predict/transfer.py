@@ -40,18 +40,22 @@ def combine(source: TrainingData, target: TrainingData) -> TrainingData:
 def transfer_efficiency(source: TrainingData, target: TrainingData, settings: RankerSettings,
                         added_shapes: Sequence[int] = (0, 3, 10), n_splits: int = 5, seed: int = 0) -> pd.DataFrame:
     """Per held-out target shape (GroupKFold over the target's shapes): the efficiency, on the target's measurements,
-    of the config picked by a model trained on every source shape plus `k` of the fold's target training shapes
+    of the config picked by a model trained on the source shapes plus `k` of the fold's target training shapes
     (drawn with a seeded generator) for each k in `added_shapes`, and by a model trained on the fold's target
-    training shapes alone. `settings` come from elsewhere (tuned on the source): no target shape tunes anything."""
+    training shapes alone. A held-out shape is unseen on both GPUs: the source's measurements of the fold's test
+    shapes are left out too. `settings` come from elsewhere (tuned on the source): no target shape tunes anything."""
     combined = combine(source, target)
     offset = len(source.shapes)
     latency = target.latency_ms.reshape(len(target.shapes), -1)
     rng = np.random.default_rng(seed)
     rows = []
     for fold, (train, test) in enumerate(grouped_folds(target.group, n_splits)):
+        held_out = {tuple(shape) for shape in target.shapes[test].tolist()}
+        source_shapes = np.array([index for index, shape in enumerate(source.shapes.tolist())
+                                  if tuple(shape) not in held_out], dtype=np.int64)
         variants = {f"source + {k} target shapes" if k else SOURCE_ONLY:
-                    np.concatenate([np.arange(offset), offset + rng.choice(train, size=min(k, len(train)),
-                                                                           replace=False)])
+                    np.concatenate([source_shapes, offset + rng.choice(train, size=min(k, len(train)),
+                                                                       replace=False)])
                     for k in added_shapes}
         variants[TARGET_ONLY] = offset + train
         for variant, shapes in variants.items():
@@ -60,5 +64,6 @@ def transfer_efficiency(source: TrainingData, target: TrainingData, settings: Ra
             for index, efficiency in zip(test, shape_efficiency(scores, latency[test])):
                 rows.append({"variant": variant, "fold": fold, "M": int(target.shapes[index, 0]),
                              "N": int(target.shapes[index, 1]), "K": int(target.shapes[index, 2]),
+                             "source shapes in training": int((shapes < offset).sum()),
                              "target shapes in training": int((shapes >= offset).sum()), "efficiency": efficiency})
     return pd.DataFrame(rows)
