@@ -77,7 +77,9 @@ def main() -> None:
     rows = []
     for size in sizes:
         values = np.concatenate(efficiency[size])
-        rows.append({"training shapes per fold": size or f"all ({smallest_fold} to {shapes - shapes // N_SPLITS})",
+        largest_fold = shapes - shapes // N_SPLITS
+        every = f"all ({smallest_fold})" if smallest_fold == largest_fold else f"all ({smallest_fold} to {largest_fold})"
+        rows.append({"training shapes per fold": size or every,
                      "held-out shapes": len(values), "mean": f"{values.mean():.2%}",
                      "P10": f"{np.percentile(values, 10):.2%}", "min": f"{values.min():.2%}",
                      "median": f"{np.median(values):.2%}"})
