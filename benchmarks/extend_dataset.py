@@ -50,7 +50,8 @@ def main() -> int:
         raise SystemExit(f"not complete in {args.journal} ({per_shape} configs and the vendor row): {incomplete}")
     earlier = len(dataset.measurements) + len(dataset.vendor)
     later = [{**r, "measured_before": r["measured_before"] + earlier} if r["kind"] == "provenance" else r
-             for r in journal if r["kind"] == "provenance" or tuple(r["shape"]) in shapes]
+             for r in journal if r["kind"] == "provenance"
+             or (r["kind"] in ("config", "vendor") and tuple(r["shape"]) in shapes)]
     extended = build_dataset(dataset.kernel, dataset.dtype, dataset_records(dataset) + later)
     names = [*dataset.shape_names, *dataset.parameter_names]
     before = dataset.measurements.sort_values(names).reset_index(drop=True)
