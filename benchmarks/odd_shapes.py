@@ -1,8 +1,8 @@
 """The draw of the prediction shapes with an odd N or K (the regime predicted worst once the hinted shapes were in):
 prints them in draw order, in batches of BATCH (the order the device sittings measure them in).
 
-Run: `.venv/bin/python benchmarks/odd_shapes.py` (well under a second). `--check` exits 1 unless the last shapes of
-`matmul.PREDICTION_SHAPES` are the first whole batches of this draw.
+Run: `.venv/bin/python benchmarks/odd_shapes.py` (well under a second). `--check` exits 1 unless the COUNT shapes of
+`matmul.PREDICTION_SHAPES` after the hinted draw are this draw (measured whole, in 10 batches).
 """
 
 from __future__ import annotations
@@ -33,26 +33,25 @@ def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     return draw_shapes(SEED, COUNT, PATTERN, SIZES, taken)
 
 
-def split_listed() -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
-    """matmul.PREDICTION_SHAPES up to the hinted draw's last, and those after it (this draw's, once measured)."""
-    shapes, end = list(matmul.PREDICTION_SHAPES), hinted_draw_end()
-    return shapes[:end], shapes[end:]
+def odd_draw_end() -> int:
+    """The index in matmul.PREDICTION_SHAPES just past this draw's shapes (later draws follow them)."""
+    return hinted_draw_end() + COUNT
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="check the list in matmul.PREDICTION_SHAPES")
     args = parser.parse_args()
-    before, listed = split_listed()
-    shapes = draw(set(before) | set(matmul.DATASET_SHAPES))
+    listed, first = list(matmul.PREDICTION_SHAPES), hinted_draw_end()
+    shapes = draw(set(listed[:first]) | set(matmul.DATASET_SHAPES))
     for start in range(0, COUNT, BATCH):
         print(",".join(f"{m}x{n}x{k}" for m, n, k in shapes[start:start + BATCH]))
     if not args.check:
         return 0
-    if len(listed) % BATCH or listed != shapes[:len(listed)]:
-        print(f"the {len(listed)} shapes after the hinted draw are not whole batches of this draw")
+    if listed[first:odd_draw_end()] != shapes:
+        print(f"matmul.PREDICTION_SHAPES[{first}:{odd_draw_end()}] is not this draw")
         return 1
-    print(f"the last {len(listed)} of matmul.PREDICTION_SHAPES are the draw's first {len(listed) // BATCH} batches")
+    print(f"matmul.PREDICTION_SHAPES[{first}:{odd_draw_end()}] is this draw")
     return 0
 
 
