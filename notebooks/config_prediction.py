@@ -15,7 +15,7 @@
 # # Config prediction: picking a config for a shape no one has measured
 #
 # A gradient-boosted ranker scores the recorded candidate configs of a GEMM shape from problem, config and
-# interaction features. Every number here is out of fold (GroupKFold by shape): the model that scores a shape never
+# interaction features, corrected by the errors it made on the nearest training shapes. Every number here is out of fold (GroupKFold by shape): the model that scores a shape never
 # saw it. The cross-validation and the warm-start replays come from `benchmarks/config_prediction.py`, which writes
 # `results_dir`; this notebook reads them, and fits one fold itself for the feature importances and the traces.
 # Run with other parameters: `.venv/bin/python -m tunebench.report notebooks/config_prediction.py -p fold 2`.
@@ -73,7 +73,8 @@ show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "
 
 # %%
 pipelines = {"throughput": "log1p(TFLOPS) regression", "relative": "relative-speed regression",
-             "selected": "objective chosen on the inner splits", "dispatcher": "dispatcher (shortlist)",
+             "model_alone": "objective chosen on the inner splits, no neighbour correction",
+             "selected": "the same with the neighbour correction", "dispatcher": "dispatcher (shortlist)",
              "selected_top10_timed": "its top 10 timed, fastest kept (10 measurements)"}
 figure, axis = plt.subplots(figsize=(8, 4.5))
 plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, label in pipelines.items()}, cdf_from);

@@ -1,9 +1,10 @@
 """The dispatcher: a trained ranker that picks a config for an unseen GEMM shape, saved with a JSON header.
 
-`Predictor.model_scores` scores every candidate with the model (sklearn); `Predictor.best_config` is the fast path:
-it scores a shortlist (the model's own top configs at the grid shapes around the query, `predict.shortlist`) with the
-same trees compiled to flat numpy arrays, because sklearn's predict pays about 10-20 us per tree per call whatever the
-number of rows.
+`Predictor.model_scores` scores every candidate with the model (sklearn), and `Predictor.scores` adds the correction
+from the nearest training shapes' out-of-fold errors (`predict.neighbours`); `Predictor.best_config` is the fast path:
+it scores a shortlist (the model's own top configs at the grid shapes around the query, `predict.shortlist`, and the
+candidates the correction raises most) with the same trees compiled to flat numpy arrays, because sklearn's predict
+pays about 10-20 us per tree per call whatever the number of rows.
 `Predictor.timed_best_config` spends k measurements: it times the model's top k and keeps the fastest.
 """
 
@@ -27,14 +28,16 @@ from tunebench.measure.result import Evaluator, Result
 from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.features import Hardware, check_dtype, feature_names, features
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
+from tunebench.predict.neighbours import NeighbourCorrection, select_correction
 from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axes
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
-FORMAT_VERSION = 2  # 2: the shortlist is a grid of the model's own top lists (1: the nearest training shapes')
+FORMAT_VERSION = 3  # 3: with the neighbour correction; 2: the shortlist is a grid of the model's own top lists
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
 # keeping the fastest scored 99.22 % mean efficiency when re-timed side by side (results/config_prediction/retime.md).
 TIMED_TOP_K = 10
+CORRECTION_SHORTLIST = 8  # best_config also scores the portfolio candidates the neighbour correction raises most
 
 
 class PredictorError(ValueError):
@@ -97,11 +100,13 @@ def checked_shape(shape: Sequence[int]) -> tuple[int, int, int]:
 class Predictor:
     """A trained ranker over a fixed candidate set, for one kernel, dtype and GPU; it picks among the `portfolio`
     (indices into the candidates, chosen on the training shapes). `resources`: the compiler's facts of the
-    candidates, which the features read."""
+    candidates, which the features read; `correction`: the neighbour correction added to the model's scores (None:
+    the model alone)."""
 
     def __init__(self, ranker: ConfigRanker, space: Space, candidates: np.ndarray, *, kernel: str, dtype: str,
                  gpu: str, hardware: Hardware, resources: CompiledResources, shortlist: GridShortlist,
-                 portfolio: np.ndarray, header: Mapping[str, Any] | None = None) -> None:
+                 portfolio: np.ndarray, correction: NeighbourCorrection | None = None,
+                 header: Mapping[str, Any] | None = None) -> None:
         self.ranker = ranker
         self.space = space
         self.candidates = np.asarray(candidates, dtype=np.int64)
@@ -109,6 +114,7 @@ class Predictor:
         self.kernel, self.dtype, self.gpu, self.hardware = kernel, dtype, gpu, hardware
         self.resources = resources
         self.shortlist = shortlist
+        self.correction = correction
         self.header = dict(header or {})
         self.forest = CompiledForest(ranker.model_)
         self.feature_names = feature_names(space)
@@ -128,24 +134,36 @@ class Predictor:
         """The model's score of every candidate (higher: predicted faster), through sklearn's predict."""
         return self.ranker.score(self._features(shape, dtype, np.arange(len(self.candidates))))
 
+    def corrected_scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
+        """`model_scores` plus the neighbour correction, for every candidate."""
+        scores = self.model_scores(shape, dtype)
+        return scores if self.correction is None else scores + self.correction.for_shape(checked_shape(shape))
+
     def scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
-        """`model_scores`, -inf outside the portfolio: the argmax is the predicted best config."""
-        return restrict(self.model_scores(shape, dtype), self.portfolio)
+        """`corrected_scores`, -inf outside the portfolio: the argmax is the predicted best config."""
+        return restrict(self.corrected_scores(shape, dtype), self.portfolio)
 
     def top_configs(self, shape: Sequence[int], k: int, dtype: str | None = None) -> list[dict[str, int]]:
-        """The k candidates the model ranks highest, best first: the portfolio's, then (when k is larger) the
-        others'."""
-        scores = self.model_scores(shape, dtype)
+        """The k candidates ranked highest (`corrected_scores`), best first: the portfolio's, then (when k is
+        larger) the others'."""
+        scores = self.corrected_scores(shape, dtype)
         outside = np.ones(len(scores), dtype=bool)
         outside[self.portfolio] = False
         order = np.lexsort((-scores, outside))[:k]
         return [self.config(int(index)) for index in order]
 
     def best_config(self, shape: Sequence[int], dtype: str | None = None) -> dict[str, int]:
-        """The predicted best config: the shortlist around the shape (`predict.shortlist`) scored by the compiled
-        forest."""
-        shortlist = self.shortlist.for_shape(checked_shape(shape))
-        scores = self.forest.predict(self._features(shape, dtype, shortlist))
+        """The predicted best config: the shortlist around the shape (`predict.shortlist`) and the CORRECTION_SHORTLIST
+        portfolio candidates the neighbour correction raises most, scored by the compiled forest plus the
+        correction."""
+        shape = checked_shape(shape)
+        shortlist = self.shortlist.for_shape(shape)
+        if self.correction is None:
+            return self.config(int(shortlist[np.argmax(self.forest.predict(self._features(shape, dtype, shortlist)))]))
+        correction = self.correction.for_shape(shape)
+        raised = self.portfolio[np.argsort(-correction[self.portfolio], kind="stable")[:CORRECTION_SHORTLIST]]
+        shortlist = np.concatenate([shortlist, raised[~np.isin(raised, shortlist)]])
+        scores = self.forest.predict(self._features(shape, dtype, shortlist)) + correction[shortlist]
         return self.config(int(shortlist[np.argmax(scores)]))
 
     def timed_best_config(self, shape: Sequence[int], evaluator: Evaluator, k: int = TIMED_TOP_K,
@@ -171,11 +189,14 @@ class Predictor:
 
 def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: np.ndarray | None = None,
                   header: Mapping[str, Any] | None = None,
-                  shortlist_shapes: Sequence[Sequence[int]] | None = None) -> Predictor:
+                  shortlist_shapes: Sequence[Sequence[int]] | None = None,
+                  out_of_fold_scores: np.ndarray | None = None) -> Predictor:
     """A predictor trained on the given shapes (all by default). Its shortlist grid covers the training shapes' range;
     `shortlist_shapes` limits it to the grid points around those shapes (cross-validation's test shapes: the same top
     lists, without scoring the tens of thousands of points a deployed predictor needs; () for a predictor that only
-    ranks)."""
+    ranks). `out_of_fold_scores` (training shapes, candidates), each shape scored by an inner model that never saw
+    it (`select_ranker`'s), gives the predictor a neighbour correction whose settings `select_correction` chooses;
+    without them the model scores alone."""
     shape_indices = np.arange(len(data.shapes)) if shape_indices is None else np.asarray(shape_indices)
     ranker = ConfigRanker(settings).fit(data, data.rows_of(shape_indices))
     allowed = portfolio(data, shape_indices, settings.portfolio_size)
@@ -187,14 +208,22 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
         return ranker.score(rows).reshape(len(shapes), len(allowed))
 
     shortlist = build_shortlist(score, grid_axes(data.shapes[shape_indices]), allowed, shortlist_shapes)
+    correction, tried = None, []
+    if out_of_fold_scores is not None:
+        rows = data.rows_of(shape_indices)
+        targets = ranker.targets(data, rows)[0].reshape(len(shape_indices), -1)
+        latency = data.latency_ms[rows].reshape(len(shape_indices), -1)
+        correction, tried = select_correction(data.shapes[shape_indices], targets, out_of_fold_scores, latency, allowed)
     return Predictor(ranker, data.space, data.candidates, kernel=data.kernel, dtype=data.dtype, gpu=data.gpu,
                      hardware=data.hardware, resources=resources, shortlist=shortlist, portfolio=allowed,
+                     correction=correction,
                      header={"training": {"shapes": data.shapes[shape_indices].tolist(),
-                                          "provenance": data.provenance}, **(header or {})})
+                                          "provenance": data.provenance},
+                             "correction_tried": tried, **(header or {})})
 
 
 # ---------------------------------------------------------------------------------------------
-# File format: MAGIC, one line of JSON header, then a pickle of the model, the shortlist and the compiled resources
+# File format: MAGIC, one line of JSON header, then a pickle of the model, shortlist, resources and correction
 # ---------------------------------------------------------------------------------------------
 
 def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
@@ -206,16 +235,17 @@ def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
         "parameters": [parameter.to_spec() for parameter in predictor.space.parameters],
         "candidates": predictor.candidates.tolist(), "portfolio": predictor.portfolio.tolist(),
         "settings": asdict(predictor.ranker.settings),
+        "correction": None if predictor.correction is None else asdict(predictor.correction.settings),
         "sklearn_version": sklearn.__version__, "payload_sha256": hashlib.sha256(payload).hexdigest(),
     }
 
 
 def save_predictor(predictor: Predictor, path: str | os.PathLike[str]) -> None:
-    """Write the predictor atomically: the magic line, a JSON header line, then the pickled model, shortlist and
-    compiled resources."""
+    """Write the predictor atomically: the magic line, a JSON header line, then the pickled model, shortlist,
+    compiled resources and neighbour correction."""
     path = Path(path)
     payload = pickle.dumps({"model": predictor.ranker.model_, "shortlist": predictor.shortlist,
-                            "resources": predictor.resources})
+                            "resources": predictor.resources, "correction": predictor.correction})
     header = json.dumps(_header(predictor, payload), sort_keys=True).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -279,4 +309,6 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
                      resources=content["resources"], shortlist=content["shortlist"],
                      # a file written before portfolios existed picks among every candidate
                      portfolio=np.array(header.get("portfolio", range(len(header["candidates"]))), dtype=np.int64),
-                     header={name: header[name] for name in ("training", "metrics") if name in header})
+                     correction=content["correction"],
+                     header={name: header[name] for name in ("training", "metrics", "correction_tried")
+                             if name in header})

@@ -13,7 +13,6 @@ from typing import Any, Sequence
 
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor
-from sklearn.model_selection import GroupShuffleSplit
 
 from tunebench.measure.dataset import Dataset
 from tunebench.measure.result import Status
@@ -216,21 +215,30 @@ class ConfigRanker:
 TUNING_GRID = {"max_leaf_nodes": (15, 63)}
 ITERATION_CHOICES = (25, 50, 100, 150, 200, 300)
 PORTFOLIO_CHOICES = (10, 20, 40, 0)
-INNER_VALIDATION_FRACTION = 0.25
-INNER_SPLITS = 3  # settings win on their mean over seeded inner splits: one split's ~50 shapes make a noisy choice
+INNER_SPLITS = 4  # a seeded partition of the training shapes into validation quarters: settings win on their mean
+
+
+def inner_partition(train_shapes: np.ndarray, seed: int, splits: int = INNER_SPLITS) -> list[tuple[np.ndarray,
+                                                                                                  np.ndarray]]:
+    """(inner train, inner validation) position arrays into `train_shapes`: a seeded permutation cut into `splits`
+    validation parts, so every training shape is validated exactly once (by a model that never saw it)."""
+    order = np.random.default_rng(seed).permutation(len(train_shapes))
+    parts = [np.sort(part) for part in np.array_split(order, splits)]
+    return [(np.sort(np.concatenate(parts[:index] + parts[index + 1:])), part) for index, part in enumerate(parts)]
 
 
 def select_ranker(data: TrainingData, train_shapes: np.ndarray, objective: str, seed: int = 0,
                   grid: dict[str, Sequence[Any]] = TUNING_GRID, iterations: Sequence[int] = ITERATION_CHOICES,
                   portfolio_sizes: Sequence[int] = PORTFOLIO_CHOICES) -> tuple[RankerSettings, dict[str, Any]]:
-    """Settings chosen on INNER_SPLITS inner splits of `train_shapes`, each holding out a quarter of them by shape:
-    per split, each grid point is fitted once with max(iterations) and scored at every iteration count and portfolio
-    size (the portfolio chosen on the split's training shapes) by the mean efficiency of its picks on the split's
-    validation shapes; the settings with the best mean over the splits win. Returns the settings and what was tried.
+    """Settings chosen on the INNER_SPLITS parts of `inner_partition(train_shapes)`: per part, each grid point is
+    fitted once on the other parts with max(iterations) and scored at every iteration count and portfolio size (the
+    portfolio chosen on the fitted shapes) by the mean efficiency of its picks on the part; the settings with the best
+    mean over the parts win. Returns the settings and what was tried, with "out_of_fold_scores": the winner's scores of
+    every training shape (rows in `train_shapes` order) by the part's model that never saw it.
     Nothing outside `train_shapes` is read."""
-    splitter = GroupShuffleSplit(n_splits=INNER_SPLITS, test_size=INNER_VALIDATION_FRACTION, random_state=seed)
     efficiencies: dict[tuple[tuple[Any, ...], int, int], list[float]] = {}
-    for inner_train, inner_validation in splitter.split(train_shapes, groups=train_shapes):
+    out_of_fold: dict[tuple[tuple[Any, ...], int], np.ndarray] = {}
+    for inner_train, inner_validation in inner_partition(train_shapes, seed):
         fit_rows = data.rows_of(train_shapes[inner_train])
         validation_shapes = train_shapes[inner_validation]
         validation_rows = data.rows_of(validation_shapes)
@@ -242,8 +250,11 @@ def select_ranker(data: TrainingData, train_shapes: np.ndarray, objective: str, 
             for count, scores in enumerate(ranker.staged_scores(data.features[validation_rows]), start=1):
                 if count not in iterations:
                     continue
+                scores = scores.reshape(latency.shape)
+                out_of_fold.setdefault((values, count), np.zeros((len(train_shapes), latency.shape[1])))[
+                    inner_validation] = scores
                 for size, allowed in portfolios.items():
-                    picks = restrict(scores.reshape(latency.shape), allowed)
+                    picks = restrict(scores, allowed)
                     efficiencies.setdefault((values, count, size), []).append(
                         float(shape_efficiency(picks, latency).mean()))
     tried = [{**dict(zip(grid, values)), "max_iter": count, "portfolio_size": size,
@@ -253,5 +264,4 @@ def select_ranker(data: TrainingData, train_shapes: np.ndarray, objective: str, 
     (values, count, size) = list(efficiencies)[best]
     chosen = replace(RankerSettings(objective=objective, max_iter=count, portfolio_size=size),
                      **dict(zip(grid, values)))
-    return chosen, {"inner_splits": INNER_SPLITS, "inner_train_shapes": len(inner_train),
-                    "inner_validation_shapes": len(inner_validation), "tried": tried}
+    return chosen, {"inner_splits": INNER_SPLITS, "tried": tried, "out_of_fold_scores": out_of_fold[(values, count)]}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -15,7 +15,7 @@ from threadpoolctl import threadpool_limits
 
 from tunebench.predict.dispatch import Predictor, fit_predictor
 from tunebench.predict.evaluation import grouped_folds
-from tunebench.predict.model import OBJECTIVES, RankerSettings, TrainingData, select_ranker
+from tunebench.predict.model import OBJECTIVES, RankerSettings, TrainingData, restrict, select_ranker
 
 N_SPLITS = 5
 DISPATCH_REPEATS = 21  # calls of best_config per held-out shape; the median is its latency
@@ -33,11 +33,13 @@ class FoldOutcome:
     settings: RankerSettings
     inner_efficiency: float
     tried: list[dict[str, Any]]
-    scores: np.ndarray  # (test shapes, candidates), sklearn's predict over every candidate
+    scores: np.ndarray  # (test shapes, candidates), sklearn's predict over every candidate plus the correction
+    model_scores: np.ndarray  # (test shapes, candidates), the model alone
     dispatched: np.ndarray  # (test shapes,) the candidate best_config returned
     rank_ms: np.ndarray  # (test shapes,) features + sklearn predict over every candidate
     dispatch_ms: np.ndarray  # (test shapes,) median of DISPATCH_REPEATS best_config calls
     fit_s: float
+    correction: dict[str, Any] | None  # the neighbour correction's chosen settings
 
 
 @dataclass
@@ -51,6 +53,10 @@ class CrossValidation:
     def scores(self, pipeline: str) -> np.ndarray:
         """(shapes, candidates) out-of-fold scores."""
         return self._gather(pipeline, "scores")
+
+    def model_scores(self, pipeline: str) -> np.ndarray:
+        """(shapes, candidates) out-of-fold scores of the model alone, without the neighbour correction."""
+        return self._gather(pipeline, "model_scores")
 
     def dispatched(self, pipeline: str) -> np.ndarray:
         return self._gather(pipeline, "dispatched")
@@ -76,24 +82,29 @@ def _shape(data: TrainingData, index: int) -> tuple[int, int, int]:
 
 def score_fold(data: TrainingData, fold: int, train: np.ndarray, test: np.ndarray, objective: str,
                seed: int = 0) -> FoldOutcome:
-    """Tune on an inner split of `train`, fit on all of `train`, and score every shape of `test`."""
+    """Tune on inner splits of `train` (the ranker, then the neighbour correction on the inner splits' out-of-fold
+    scores), fit on all of `train`, and score every shape of `test`."""
     started = time.perf_counter()
     with threadpool_limits(1):
         settings, tuning = select_ranker(data, train, objective, seed=seed + fold)
-        predictor = fit_predictor(data, settings, train, shortlist_shapes=data.shapes[test])
+        predictor = fit_predictor(data, settings, train, shortlist_shapes=data.shapes[test],
+                                  out_of_fold_scores=tuning["out_of_fold_scores"])
     fit_s = time.perf_counter() - started
     inner = max(trial["inner_mean_efficiency"] for trial in tuning["tried"])
-    scores, dispatched, rank_ms, dispatch_ms = [], [], [], []
+    scores, model_scores, dispatched, rank_ms, dispatch_ms = [], [], [], [], []
     with threadpool_limits(1):
         for index in test:
             shape = _shape(data, index)
             begin = time.perf_counter()
             scores.append(predictor.scores(shape))
             rank_ms.append(1e3 * (time.perf_counter() - begin))
+            model_scores.append(restrict(predictor.model_scores(shape), predictor.portfolio))
             dispatched.append(_dispatch_index(predictor, shape))
             dispatch_ms.append(dispatch_latency_ms(predictor, shape))
+    correction = None if predictor.correction is None else asdict(predictor.correction.settings)
     return FoldOutcome(fold, objective, train, test, settings, inner, tuning["tried"], np.array(scores),
-                       np.array(dispatched), np.array(rank_ms), np.array(dispatch_ms), fit_s)
+                       np.array(model_scores), np.array(dispatched), np.array(rank_ms), np.array(dispatch_ms), fit_s,
+                       correction)
 
 
 def _dispatch_index(predictor: Predictor, shape: tuple[int, int, int]) -> int:

@@ -1,0 +1,121 @@
+"""Correcting the model's scores for a shape with the errors it made on the nearest training shapes.
+
+A training shape's residuals are its targets (one per candidate) minus the scores of an inner model that never saw it;
+a query's correction is `strength` times the mean residual of its k nearest training shapes, where distance is
+Euclidean in (log2 M, log2 N, log2 K), M's axis scaled, plus a penalty per octave of alignment (gcd with 16) that N
+and K differ by. The settings are chosen by leave-one-shape-out over the training shapes, never on scored shapes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass
+from math import gcd
+from typing import Any, Sequence
+
+import numpy as np
+
+from tunebench.predict.evaluation import shape_efficiency
+from tunebench.predict.model import restrict
+
+# Tried in this order, after the correction off (strength 0); ties go to the first tried, so with no gain it stays off.
+CORRECTION_GRID: dict[str, tuple[Any, ...]] = {
+    "strength": (0.25, 0.5, 0.75, 1.0),
+    "neighbours": (3, 5, 8, 12),
+    "class_penalty": (1.0, 3.0, 10.0),
+    "m_scale": (0.5, 1.0),
+    "distance_weighted": (False, True),
+}
+DISTANCE_OFFSET = 0.25  # inverse-distance weights are 1 / (distance + this), so an exact match does not dominate
+
+
+@dataclass(frozen=True)
+class CorrectionSettings:
+    """strength: the residual mean's weight (0: no correction); neighbours: k; class_penalty: added distance per
+    octave of gcd(N, 16) and gcd(K, 16) apart; m_scale: the weight of log2 M's axis; distance_weighted: weight
+    neighbours by 1 / (distance + DISTANCE_OFFSET) instead of equally."""
+
+    strength: float = 0.0
+    neighbours: int = 5
+    class_penalty: float = 3.0
+    m_scale: float = 1.0
+    distance_weighted: bool = False
+
+    def __post_init__(self) -> None:
+        if self.neighbours < 1:
+            raise ValueError(f"neighbours must be >= 1, got {self.neighbours}")
+        if self.strength < 0 or self.class_penalty < 0 or self.m_scale < 0:
+            raise ValueError(f"strength, class_penalty and m_scale must be >= 0, got {self}")
+
+
+def shape_coordinates(shapes: np.ndarray | Sequence[Sequence[int]]) -> np.ndarray:
+    """(shapes, 5): log2 M, log2 N, log2 K, log2 gcd(N, 16), log2 gcd(K, 16)."""
+    shapes = np.asarray(shapes, dtype=np.int64).reshape(-1, 3)
+    alignment = np.log2([[gcd(int(n), 16), gcd(int(k), 16)] for _, n, k in shapes]).reshape(-1, 2)
+    return np.column_stack([np.log2(shapes), alignment])
+
+
+def _distances(query: np.ndarray, reference: np.ndarray, settings: CorrectionSettings) -> np.ndarray:
+    scale = np.array([settings.m_scale, 1.0, 1.0])
+    size = np.sqrt((((query[:, None, :3] - reference[None, :, :3]) * scale) ** 2).sum(axis=-1))
+    return size + settings.class_penalty * np.abs(query[:, None, 3:] - reference[None, :, 3:]).sum(axis=-1)
+
+
+def _mean_residual(distance: np.ndarray, residuals: np.ndarray, settings: CorrectionSettings) -> np.ndarray:
+    count = min(settings.neighbours, distance.shape[1])
+    nearest = np.argpartition(distance, count - 1, axis=1)[:, :count]
+    if not settings.distance_weighted:
+        return residuals[nearest].mean(axis=1)
+    weight = 1.0 / (np.take_along_axis(distance, nearest, axis=1) + DISTANCE_OFFSET)
+    weight /= weight.sum(axis=1, keepdims=True)
+    return np.einsum("qk,qkc->qc", weight, residuals[nearest])
+
+
+class NeighbourCorrection:
+    """The training shapes' coordinates and residuals, and the settings that turn them into a query's correction."""
+
+    def __init__(self, shapes: np.ndarray, residuals: np.ndarray, settings: CorrectionSettings) -> None:
+        self.coordinates = shape_coordinates(shapes)
+        self.residuals = np.asarray(residuals, dtype=np.float32)
+        self.settings = settings
+        if self.residuals.shape[0] != len(self.coordinates):
+            raise ValueError(f"{len(self.coordinates)} shapes but {self.residuals.shape[0]} rows of residuals")
+
+    def for_shapes(self, shapes: np.ndarray | Sequence[Sequence[int]]) -> np.ndarray:
+        """(shapes, candidates): the correction to add to the model's scores of each shape."""
+        query = shape_coordinates(shapes)
+        if self.settings.strength == 0:
+            return np.zeros((len(query), self.residuals.shape[1]))
+        distance = _distances(query, self.coordinates, self.settings)
+        return self.settings.strength * _mean_residual(distance, self.residuals, self.settings)
+
+    def for_shape(self, shape: Sequence[int]) -> np.ndarray:
+        return self.for_shapes([shape])[0]
+
+
+def select_correction(shapes: np.ndarray, targets: np.ndarray, out_of_fold_scores: np.ndarray,
+                      latency_ms: np.ndarray, allowed: np.ndarray,
+                      grid: dict[str, Sequence[Any]] = CORRECTION_GRID) -> tuple[NeighbourCorrection, list[dict]]:
+    """Settings by leave-one-shape-out over the training shapes: each shape's out-of-fold scores (shapes, candidates)
+    plus the correction from the other shapes' residuals (targets - out_of_fold_scores), scored by the mean
+    efficiency of the pick among `allowed` candidates against `latency_ms`. Returns the correction with the best
+    settings (ties: the first in grid order) and every setting's mean efficiency."""
+    residuals = targets - out_of_fold_scores
+    coordinates = shape_coordinates(shapes)
+    tried, distances = [], {}
+    candidates = [CorrectionSettings()] + [CorrectionSettings(**dict(zip(grid, values)))
+                                           for values in itertools.product(*grid.values())]
+    for settings in candidates:
+        if settings.strength == 0:
+            corrected = out_of_fold_scores
+        else:
+            key = (settings.class_penalty, settings.m_scale)
+            if key not in distances:
+                distance = _distances(coordinates, coordinates, settings)
+                np.fill_diagonal(distance, np.inf)  # a shape never corrects itself
+                distances[key] = distance
+            corrected = out_of_fold_scores + settings.strength * _mean_residual(distances[key], residuals, settings)
+        efficiency = float(shape_efficiency(restrict(corrected, allowed), latency_ms).mean())
+        tried.append({**asdict(settings), "leave_one_out_efficiency": efficiency})
+    best = max(range(len(tried)), key=lambda index: tried[index]["leave_one_out_efficiency"])
+    return NeighbourCorrection(shapes, residuals, candidates[best]), tried

@@ -1,0 +1,133 @@
+"""The neighbour correction (predict/neighbours.py) by hand, its leave-one-shape-out choice, the inner partition that
+gives it out-of-fold scores, and a predictor that carries it through best_config and a save/load round trip."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
+from tunebench.predict import ConfigRanker, fit_predictor, load_predictor, save_predictor, select_ranker
+from tunebench.predict.evaluation import grouped_folds
+from tunebench.predict.model import INNER_SPLITS, inner_partition
+from tunebench.predict.neighbours import (DISTANCE_OFFSET, CorrectionSettings, NeighbourCorrection, select_correction,
+                                          shape_coordinates)
+
+SHAPES = np.array([[16, 1024, 1024], [32, 1024, 1024], [4096, 1024, 1024], [16, 2050, 1024]])  # the last: N hinted 2
+RESIDUALS = np.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0], [-1.0, 2.0]])
+
+
+def test_coordinates_are_log_sizes_and_log_alignment():
+    np.testing.assert_array_equal(shape_coordinates([[8, 1026, 1028]]), [[3, np.log2(1026), np.log2(1028), 1, 2]])
+
+
+def test_one_neighbour_gives_the_nearest_shapes_residuals_times_the_strength():
+    correction = NeighbourCorrection(SHAPES, RESIDUALS, CorrectionSettings(strength=0.5, neighbours=1))
+    np.testing.assert_allclose(correction.for_shape((20, 1024, 1024)), [0.5, 0.0])  # log2 20 is nearer 16 than 32
+    np.testing.assert_allclose(correction.for_shape((3000, 1024, 1024)), [2.5, 2.5])
+
+
+def test_the_class_penalty_keeps_a_differently_aligned_shape_away():
+    near_in_size = CorrectionSettings(strength=1.0, neighbours=1, class_penalty=0.0)
+    by_class = CorrectionSettings(strength=1.0, neighbours=1, class_penalty=10.0)
+    query = (16, 1026, 1024)  # N hinted 2 like the last shape, an octave from it; next to the first in size
+    np.testing.assert_allclose(NeighbourCorrection(SHAPES, RESIDUALS, near_in_size).for_shape(query), [1.0, 0.0])
+    np.testing.assert_allclose(NeighbourCorrection(SHAPES, RESIDUALS, by_class).for_shape(query), [-1.0, 2.0])
+
+
+def test_distance_weighted_mean_by_hand():
+    settings = CorrectionSettings(strength=1.0, neighbours=2, class_penalty=10.0, distance_weighted=True)
+    weights = np.array([1 / (1 + DISTANCE_OFFSET), 1 / (0 + DISTANCE_OFFSET)])  # (16, ...) is 1 octave from 32
+    expected = (weights[0] * RESIDUALS[0] + weights[1] * RESIDUALS[1]) / weights.sum()
+    np.testing.assert_allclose(NeighbourCorrection(SHAPES, RESIDUALS, settings).for_shape((32, 1024, 1024)), expected)
+
+
+def test_strength_zero_is_no_correction_and_bad_settings_are_errors():
+    correction = NeighbourCorrection(SHAPES, RESIDUALS, CorrectionSettings())
+    assert not correction.for_shapes(SHAPES).any()
+    with pytest.raises(ValueError, match="neighbours must be >= 1"):
+        CorrectionSettings(neighbours=0)
+    with pytest.raises(ValueError, match=">= 0"):
+        CorrectionSettings(strength=-1.0)
+    with pytest.raises(ValueError, match="4 shapes but 3 rows"):
+        NeighbourCorrection(SHAPES, RESIDUALS[:3], CorrectionSettings())
+
+
+def _clustered(noise: float, shared_error: bool):
+    """Two clusters of 6 shapes, 3 candidates; candidate 2 is the best everywhere. The 'model' (out-of-fold scores)
+    prefers candidate 0; with shared_error, its error is the same on every shape of a cluster, so neighbours reveal
+    it."""
+    rng = np.random.default_rng(0)
+    shapes = np.array([[2 ** (i % 6), 1024, 1024] if i < 6 else [2 ** (i % 6 + 7), 4096, 4096] for i in range(12)])
+    targets = np.tile([0.8, 0.9, 1.0], (12, 1))
+    scores = np.tile([1.0, 0.9, 0.8], (12, 1)) if shared_error else targets.copy()
+    scores = scores + noise * rng.standard_normal(scores.shape)
+    latency = 1 / targets
+    return shapes, targets, scores, latency
+
+
+def test_select_correction_turns_on_when_neighbours_share_the_models_error():
+    shapes, targets, scores, latency = _clustered(0.0, shared_error=True)
+    correction, tried = select_correction(shapes, targets, scores, latency, np.arange(3))
+    assert tried[0]["strength"] == 0 and tried[0]["leave_one_out_efficiency"] == pytest.approx(0.8)
+    assert correction.settings.strength > 0
+    assert max(t["leave_one_out_efficiency"] for t in tried) == pytest.approx(1.0)
+    assert np.argmax(scores[0] + correction.for_shape(shapes[0])) == 2
+
+
+def test_select_correction_stays_off_when_the_model_is_already_right():
+    shapes, targets, scores, latency = _clustered(0.0, shared_error=False)
+    correction, tried = select_correction(shapes, targets, scores, latency, np.arange(3))
+    assert correction.settings == CorrectionSettings() and tried[0]["leave_one_out_efficiency"] == 1.0
+
+
+def test_leave_one_out_never_lets_a_shape_correct_itself():
+    """Only shape 0's own residual would fix its pick; every other shape is right already, with zero residuals."""
+    shapes, targets, scores, latency = _clustered(0.0, shared_error=False)
+    scores[0] = [1.0, 0.9, 0.8]
+    correction, tried = select_correction(shapes, targets, scores, latency, np.arange(3))
+    assert max(t["leave_one_out_efficiency"] for t in tried) == pytest.approx(tried[0]["leave_one_out_efficiency"])
+    assert correction.settings.strength == 0
+
+
+def test_the_inner_partition_validates_every_training_shape_once():
+    train = np.arange(10, 47)
+    parts = inner_partition(train, seed=3)
+    assert len(parts) == INNER_SPLITS
+    validated = np.concatenate([validation for _, validation in parts])
+    assert sorted(validated) == list(range(len(train)))
+    for fit, validation in parts:
+        assert not set(fit) & set(validation) and len(fit) + len(validation) == len(train)
+    assert [v.tolist() for _, v in inner_partition(train, seed=3)] == [v.tolist() for _, v in parts]
+
+
+def test_out_of_fold_scores_come_from_the_model_that_never_saw_the_shape(data):  # noqa: F811
+    train, _ = grouped_folds(data.group, 5)[0]
+    settings, info = select_ranker(data, train, "relative", grid={"max_leaf_nodes": (7,)}, iterations=(10,),
+                                   portfolio_sizes=(0,))
+    scores = info["out_of_fold_scores"]
+    assert scores.shape == (len(train), len(data.candidates))
+    fit, validation = inner_partition(train, seed=0)[1]
+    ranker = ConfigRanker(replace(settings, portfolio_size=0)).fit(data, data.rows_of(train[fit]))
+    expected = ranker.score(data.features[data.rows_of(train[validation])]).reshape(len(validation), -1)
+    np.testing.assert_allclose(scores[validation], expected)
+
+
+def test_a_predictor_with_a_correction_ranks_with_it_and_keeps_it_through_a_file(tmp_path, data):  # noqa: F811
+    train = np.arange(len(data.shapes))
+    settings, info = select_ranker(data, train, "relative", grid={"max_leaf_nodes": (7,)}, iterations=(10,),
+                                   portfolio_sizes=(0,))
+    predictor = fit_predictor(data, replace(SMALL, max_iter=10, max_leaf_nodes=7), train,
+                              out_of_fold_scores=info["out_of_fold_scores"])
+    predictor.correction = NeighbourCorrection(data.shapes[train], predictor.correction.residuals,
+                                               CorrectionSettings(strength=1.0, neighbours=2))
+    for shape in map(tuple, data.shapes[:4]):
+        expected = predictor.model_scores(shape) + predictor.correction.for_shape(shape)
+        np.testing.assert_allclose(predictor.scores(shape), expected)
+        assert predictor.best_config(shape) == predictor.config(int(np.argmax(expected)))  # every candidate listed
+    path = tmp_path / "corrected.predictor"
+    save_predictor(predictor, path)
+    loaded = load_predictor(path, gpu=data.gpu)
+    assert loaded.correction.settings == predictor.correction.settings
+    for shape in map(tuple, data.shapes[:4]):
+        np.testing.assert_allclose(loaded.scores(shape), predictor.scores(shape))
