@@ -12,6 +12,7 @@ import argparse
 import random
 from pathlib import Path
 
+from odd_shapes import odd_draw_end
 from tunebench.kernels import matmul
 from tunebench.predict.evaluation import FAMILIES, alignment, family
 
@@ -29,11 +30,12 @@ BATCHES = 4
 
 
 def draw() -> list[tuple[int, int, int]]:
-    """BATCHES batches of BATCH H100 prediction shapes not in FIRST, with random.Random(SEED): per batch PER_BATCH
-    shapes of each class, their M families cycling, none drawn twice."""
+    """BATCHES batches of BATCH H100 prediction shapes not in FIRST, from those listed when this draw was made (up to
+    the odd draw's end), with random.Random(SEED): per batch PER_BATCH shapes of each class, their M families cycling,
+    none drawn twice."""
     rng = random.Random(SEED)
     pools: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
-    for shape in matmul.PREDICTION_SHAPES:
+    for shape in matmul.PREDICTION_SHAPES[:odd_draw_end()]:
         if shape not in FIRST:
             pools.setdefault((alignment(shape[1], shape[2]), family(shape[0])), []).append(shape)
     for pool in pools.values():
