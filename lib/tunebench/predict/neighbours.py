@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass
-from math import gcd
 from typing import Any, Sequence
 
 import numpy as np
@@ -51,8 +50,7 @@ class CorrectionSettings:
 def shape_coordinates(shapes: np.ndarray | Sequence[Sequence[int]]) -> np.ndarray:
     """(shapes, 5): log2 M, log2 N, log2 K, log2 gcd(N, 16), log2 gcd(K, 16)."""
     shapes = np.asarray(shapes, dtype=np.int64).reshape(-1, 3)
-    alignment = np.log2([[gcd(int(n), 16), gcd(int(k), 16)] for _, n, k in shapes]).reshape(-1, 2)
-    return np.column_stack([np.log2(shapes), alignment])
+    return np.log2(np.column_stack([shapes, np.gcd(shapes[:, 1:], 16)]).astype(np.float64))
 
 
 def _distances(query: np.ndarray, reference: np.ndarray, settings: CorrectionSettings) -> np.ndarray:
