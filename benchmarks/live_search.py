@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from tunebench.collect import parse_shapes
+from tunebench.measure.dataset import PARQUET_OPTIONS
 from tunebench.tables import markdown_table
 
 FRACTIONS_OF_VENDOR = (0.5, 0.71, 0.8, 0.9, 0.95)
@@ -68,7 +69,7 @@ def main() -> int:
         print(row, flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = f"{provenance['gpu_name'].split()[1].lower()}_{args.dtype}_{'x'.join(map(str, shape))}"
-    pd.concat(traces, ignore_index=True).to_parquet(args.out / f"{stem}.parquet", index=False)
+    pd.concat(traces, ignore_index=True).to_parquet(args.out / f"{stem}.parquet", index=False, **PARQUET_OPTIONS)
     text = (f"# Live search, {args.dtype} GEMM {'x'.join(map(str, shape))} on {provenance['gpu_name']}\n\n"
             f"Command: `{provenance['command']}` ({provenance['date']}, torch {provenance['torch']}, "
             f"Triton {provenance['triton']}, {provenance['compile_workers']} compile workers)\n\n"

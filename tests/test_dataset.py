@@ -82,6 +82,11 @@ def test_round_trip_keeps_everything(saved):
     assert loaded.vendor_ms((32, 256)) is None
 
 
+def test_saved_files_are_zstd_compressed(saved):
+    metadata = pq.ParquetFile(saved).metadata
+    assert {metadata.row_group(0).column(i).compression for i in range(metadata.num_columns)} == {"ZSTD"}
+
+
 def test_vendor_rows_without_optional_columns_round_trip(tmp_path):
     vendor = pd.DataFrame([{"M": 32, "N": 256, "library": "cuBLAS", "latency_ms": 2.0, "repeats_ms": [2.0]}])
     save_dataset(make_dataset(vendor=vendor), tmp_path / "v.parquet")

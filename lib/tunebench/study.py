@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from tunebench.measure.dataset import Dataset, load_dataset
+from tunebench.measure.dataset import PARQUET_OPTIONS, Dataset, load_dataset
 from tunebench.measure.result import Evaluator, Result
 from tunebench.metrics import mean_seconds_per_evaluation
 from tunebench.search import make_strategy
@@ -197,7 +197,7 @@ def _replay_to_file(run: Run, budget: Budget, mode: str, path: Path) -> Path:
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
     temporary = path.with_suffix(".tmp")
-    frame.to_parquet(temporary, index=False)
+    frame.to_parquet(temporary, index=False, **PARQUET_OPTIONS)
     os.replace(temporary, path)
 
 
