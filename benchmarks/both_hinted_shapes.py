@@ -1,8 +1,8 @@
 """The draw of the prediction shapes with N and K both hinted (the class predicted worst once the odd shapes were in):
 prints them in draw order, in batches of BATCH (the order the device sittings measure them in).
 
-Run: `.venv/bin/python benchmarks/both_hinted_shapes.py` (well under a second). `--check` exits 1 unless the shapes
-of `matmul.PREDICTION_SHAPES` after the odd draw are the first whole batches of this draw.
+Run: `.venv/bin/python benchmarks/both_hinted_shapes.py` (well under a second). `--check` exits 1 unless the COUNT
+shapes of `matmul.PREDICTION_SHAPES` after the odd draw are this draw.
 """
 
 from __future__ import annotations
@@ -25,21 +25,25 @@ def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     return draw_shapes(SEED, COUNT, PATTERN, SIZES, taken)
 
 
+def both_hinted_draw_end() -> int:
+    """The index in matmul.PREDICTION_SHAPES just past this draw's shapes (later draws follow them)."""
+    return odd_draw_end() + COUNT
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="check the list in matmul.PREDICTION_SHAPES")
     args = parser.parse_args()
     shapes, end = list(matmul.PREDICTION_SHAPES), odd_draw_end()
-    before, listed = shapes[:end], shapes[end:]
-    drawn = draw(set(before) | set(matmul.DATASET_SHAPES))
+    drawn = draw(set(shapes[:end]) | set(matmul.DATASET_SHAPES))
     for start in range(0, COUNT, BATCH):
         print(",".join(f"{m}x{n}x{k}" for m, n, k in drawn[start:start + BATCH]))
     if not args.check:
         return 0
-    if len(listed) % BATCH or listed != drawn[:len(listed)]:
-        print(f"the {len(listed)} shapes after the odd draw are not whole batches of this draw")
+    if shapes[end:both_hinted_draw_end()] != drawn:
+        print(f"matmul.PREDICTION_SHAPES[{end}:{both_hinted_draw_end()}] is not this draw")
         return 1
-    print(f"the last {len(listed)} of matmul.PREDICTION_SHAPES are the draw's first {len(listed) // BATCH} batches")
+    print(f"matmul.PREDICTION_SHAPES[{end}:{both_hinted_draw_end()}] is this draw")
     return 0
 
 

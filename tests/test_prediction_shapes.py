@@ -1,6 +1,7 @@
 """The prediction datasets' shapes against the seeded draws that made them (benchmarks/hinted_shapes.py,
-benchmarks/odd_shapes.py, benchmarks/both_hinted_shapes.py and, for the H200 transfer set, benchmarks/h200_shapes.py):
-the list in kernels/matmul.py must be what the draws give, in measured order."""
+benchmarks/odd_shapes.py, benchmarks/both_hinted_shapes.py, benchmarks/narrow_hinted_shapes.py and, for the H200
+transfer set, benchmarks/h200_shapes.py): the list in kernels/matmul.py must be what the draws give, in measured
+order."""
 
 import os
 import subprocess
@@ -23,7 +24,8 @@ def run_script(name: str, *arguments: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("arguments", [("hinted_shapes.py",), ("odd_shapes.py", "--check"),
-                                       ("both_hinted_shapes.py", "--check"), ("h200_shapes.py", "--check")])
+                                       ("both_hinted_shapes.py", "--check"), ("narrow_hinted_shapes.py", "--check"),
+                                       ("h200_shapes.py", "--check")])
 def test_the_listed_shapes_are_the_seeded_draws(arguments):
     completed = run_script(*arguments)
     assert completed.returncode == 0, completed.stdout + completed.stderr
@@ -45,6 +47,14 @@ def test_the_both_hinted_draw_hints_n_and_k_and_is_new():
     assert len(shapes) == len(set(shapes)) == 64
     assert all(gcd(n, 16) in (2, 4, 8) and gcd(k, 16) in (2, 4, 8) for _, n, k in shapes)
     assert not set(shapes) & (set(matmul.DATASET_SHAPES) | set(matmul.PREDICTION_SHAPES[:505]))
+
+
+def test_the_narrow_hinted_draw_has_n_and_k_odd_multiples_of_2_or_4_and_is_new():
+    lines = run_script("narrow_hinted_shapes.py").stdout.split()
+    shapes = [tuple(int(size) for size in shape.split("x")) for line in lines for shape in line.split(",")]
+    assert len(shapes) == len(set(shapes)) == 64
+    assert all(gcd(n, 16) in (2, 4) and gcd(k, 16) in (2, 4) for _, n, k in shapes)
+    assert not set(shapes) & (set(matmul.DATASET_SHAPES) | set(matmul.PREDICTION_SHAPES[:569]))
 
 
 def test_the_h200_draw_is_balanced_and_new():
