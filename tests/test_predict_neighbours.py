@@ -17,6 +17,13 @@ SHAPES = np.array([[16, 1024, 1024], [32, 1024, 1024], [4096, 1024, 1024], [16, 
 RESIDUALS = np.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0], [-1.0, 2.0]])
 
 
+def test_a_subset_of_candidates_gets_those_columns_of_the_correction():
+    correction = NeighbourCorrection(SHAPES, RESIDUALS, CorrectionSettings(strength=0.5, neighbours=2))
+    full = correction.for_shapes(SHAPES)
+    np.testing.assert_allclose(correction.for_shapes(SHAPES, np.array([1, 0])), full[:, [1, 0]])
+    np.testing.assert_allclose(correction.for_shape(SHAPES[2], np.array([1])), full[2, [1]])
+
+
 def test_coordinates_are_log_sizes_and_log_alignment():
     np.testing.assert_array_equal(shape_coordinates([[8, 1026, 1028]]), [[3, np.log2(1026), np.log2(1028), 1, 2]])
 
@@ -131,3 +138,20 @@ def test_a_predictor_with_a_correction_ranks_with_it_and_keeps_it_through_a_file
     assert loaded.correction.settings == predictor.correction.settings
     for shape in map(tuple, data.shapes[:4]):
         np.testing.assert_allclose(loaded.scores(shape), predictor.scores(shape))
+
+
+def test_the_shortlist_grid_ranks_the_corrected_scores(data, monkeypatch):  # noqa: F811
+    """A correction that reverses the model's order must reverse the grid's top lists: the dispatcher's shortlist is
+    drawn from what it will score."""
+    train = np.arange(len(data.shapes))
+    count = len(data.candidates)
+    residuals = np.tile(np.linspace(10.0, -10.0, count), (len(train), 1))  # raises the first candidates far above
+    fixed = NeighbourCorrection(data.shapes[train], residuals, CorrectionSettings(strength=1.0, neighbours=1))
+    monkeypatch.setattr("tunebench.predict.dispatch.select_correction", lambda *arguments: (fixed, []))
+    predictor = fit_predictor(data, replace(SMALL, max_iter=10, max_leaf_nodes=7), train,
+                              out_of_fold_scores=np.zeros((len(train), count)))
+    for shape in map(tuple, data.shapes):
+        shortlist = predictor.shortlist.for_shape(shape)
+        assert shortlist[0] == 0  # every corner's first is the candidate the correction raises most
+        scores = predictor.scores(shape)
+        assert predictor.best_config(shape) == predictor.config(int(shortlist[np.argmax(scores[shortlist])]))

@@ -2,9 +2,9 @@
 
 `Predictor.model_scores` scores every candidate with the model (sklearn), and `Predictor.scores` adds the correction
 from the nearest training shapes' out-of-fold errors (`predict.neighbours`); `Predictor.best_config` is the fast path:
-it scores a shortlist (the model's own top configs at the grid shapes around the query, `predict.shortlist`, and the
-candidates the correction raises most) with the same trees compiled to flat numpy arrays, because sklearn's predict
-pays about 10-20 us per tree per call whatever the number of rows.
+it scores a shortlist (the top configs of the corrected scores at the grid shapes around the query, `predict.shortlist`)
+with the same trees compiled to flat numpy arrays, because sklearn's predict pays about 10-20 us per tree per call
+whatever the number of rows.
 `Predictor.timed_best_config` spends k measurements: it times the model's top k and keeps the fastest.
 """
 
@@ -33,11 +33,12 @@ from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axe
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
-FORMAT_VERSION = 3  # 3: with the neighbour correction; 2: the shortlist is a grid of the model's own top lists
+# 4: the shortlist grid ranks the corrected scores; 3: with the neighbour correction; 2: the shortlist is a grid of
+# the model's own top lists
+FORMAT_VERSION = 4
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
 # keeping the fastest scored 99.22 % mean efficiency when re-timed side by side (results/config_prediction/retime.md).
 TIMED_TOP_K = 10
-CORRECTION_SHORTLIST = 8  # best_config also scores the portfolio candidates the neighbour correction raises most
 
 
 class PredictorError(ValueError):
@@ -153,17 +154,13 @@ class Predictor:
         return [self.config(int(index)) for index in order]
 
     def best_config(self, shape: Sequence[int], dtype: str | None = None) -> dict[str, int]:
-        """The predicted best config: the shortlist around the shape (`predict.shortlist`) and the CORRECTION_SHORTLIST
-        portfolio candidates the neighbour correction raises most, scored by the compiled forest plus the
-        correction."""
+        """The predicted best config: the shortlist around the shape (`predict.shortlist`, ranked by the corrected
+        scores at the grid points), scored by the compiled forest plus the correction at the shape."""
         shape = checked_shape(shape)
         shortlist = self.shortlist.for_shape(shape)
-        if self.correction is None:
-            return self.config(int(shortlist[np.argmax(self.forest.predict(self._features(shape, dtype, shortlist)))]))
-        correction = self.correction.for_shape(shape)
-        raised = self.portfolio[np.argsort(-correction[self.portfolio], kind="stable")[:CORRECTION_SHORTLIST]]
-        shortlist = np.concatenate([shortlist, raised[~np.isin(raised, shortlist)]])
-        scores = self.forest.predict(self._features(shape, dtype, shortlist)) + correction[shortlist]
+        scores = self.forest.predict(self._features(shape, dtype, shortlist))
+        if self.correction is not None:
+            scores = scores + self.correction.for_shape(shape, shortlist)
         return self.config(int(shortlist[np.argmax(scores)]))
 
     def timed_best_config(self, shape: Sequence[int], evaluator: Evaluator, k: int = TIMED_TOP_K,
@@ -196,24 +193,25 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
     lists, without scoring the tens of thousands of points a deployed predictor needs; () for a predictor that only
     ranks). `out_of_fold_scores` (training shapes, candidates), each shape scored by an inner model that never saw
     it (`select_ranker`'s), gives the predictor a neighbour correction whose settings `select_correction` chooses;
-    without them the model scores alone."""
+    without them the model scores alone. The grid's top lists rank the corrected scores."""
     shape_indices = np.arange(len(data.shapes)) if shape_indices is None else np.asarray(shape_indices)
     ranker = ConfigRanker(settings).fit(data, data.rows_of(shape_indices))
     allowed = portfolio(data, shape_indices, settings.portfolio_size)
     resources = data.resources.restricted(data.candidates)
-
-    def score(shapes: np.ndarray) -> np.ndarray:
-        rows = features(np.repeat(shapes, len(allowed), axis=0), np.tile(data.candidates[allowed], (len(shapes), 1)),
-                        data.space, data.dtype, resources, data.hardware)
-        return ranker.score(rows).reshape(len(shapes), len(allowed))
-
-    shortlist = build_shortlist(score, grid_axes(data.shapes[shape_indices]), allowed, shortlist_shapes)
     correction, tried = None, []
     if out_of_fold_scores is not None:
         rows = data.rows_of(shape_indices)
         targets = ranker.targets(data, rows)[0].reshape(len(shape_indices), -1)
         latency = data.latency_ms[rows].reshape(len(shape_indices), -1)
         correction, tried = select_correction(data.shapes[shape_indices], targets, out_of_fold_scores, latency, allowed)
+
+    def score(shapes: np.ndarray) -> np.ndarray:
+        rows = features(np.repeat(shapes, len(allowed), axis=0), np.tile(data.candidates[allowed], (len(shapes), 1)),
+                        data.space, data.dtype, resources, data.hardware)
+        scores = ranker.score(rows).reshape(len(shapes), len(allowed))
+        return scores if correction is None else scores + correction.for_shapes(shapes, allowed)
+
+    shortlist = build_shortlist(score, grid_axes(data.shapes[shape_indices]), allowed, shortlist_shapes)
     return Predictor(ranker, data.space, data.candidates, kernel=data.kernel, dtype=data.dtype, gpu=data.gpu,
                      hardware=data.hardware, resources=resources, shortlist=shortlist, portfolio=allowed,
                      correction=correction,

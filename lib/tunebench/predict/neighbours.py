@@ -79,16 +79,19 @@ class NeighbourCorrection:
         if self.residuals.shape[0] != len(self.coordinates):
             raise ValueError(f"{len(self.coordinates)} shapes but {self.residuals.shape[0]} rows of residuals")
 
-    def for_shapes(self, shapes: np.ndarray | Sequence[Sequence[int]]) -> np.ndarray:
-        """(shapes, candidates): the correction to add to the model's scores of each shape."""
+    def for_shapes(self, shapes: np.ndarray | Sequence[Sequence[int]],
+                   candidates: np.ndarray | None = None) -> np.ndarray:
+        """(shapes, candidates): the correction to add to the model's scores of each shape, of every candidate or
+        only of the given candidate indices (in their order)."""
         query = shape_coordinates(shapes)
+        residuals = self.residuals if candidates is None else self.residuals[:, candidates]
         if self.settings.strength == 0:
-            return np.zeros((len(query), self.residuals.shape[1]))
+            return np.zeros((len(query), residuals.shape[1]))
         distance = _distances(query, self.coordinates, self.settings)
-        return self.settings.strength * _mean_residual(distance, self.residuals, self.settings)
+        return self.settings.strength * _mean_residual(distance, residuals, self.settings)
 
-    def for_shape(self, shape: Sequence[int]) -> np.ndarray:
-        return self.for_shapes([shape])[0]
+    def for_shape(self, shape: Sequence[int], candidates: np.ndarray | None = None) -> np.ndarray:
+        return self.for_shapes([shape], candidates)[0]
 
 
 def select_correction(shapes: np.ndarray, targets: np.ndarray, out_of_fold_scores: np.ndarray,
