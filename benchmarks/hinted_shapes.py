@@ -7,6 +7,7 @@ Run: `.venv/bin/python benchmarks/hinted_shapes.py` (well under a second; exits 
 
 from __future__ import annotations
 
+import argparse
 import random
 from typing import Callable, Mapping, Sequence
 
@@ -51,6 +52,29 @@ def draw_shapes(seed: int, count: int, pattern: Sequence[tuple[str, str]],
         if 2 * m * n * k <= MAX_FLOP and (m, n, k) not in taken and (m, n, k) not in shapes:
             shapes.append((m, n, k))
     return shapes
+
+
+def later_draw_main(description: str, draw: Callable[[set[tuple[int, int, int]]], list[tuple[int, int, int]]],
+                    start: int, batch: int) -> int:
+    """The command line of a draw that follows matmul.PREDICTION_SHAPES[:start]: prints `draw` (given those and the
+    dataset shapes as taken) in batches of `batch`, one per line; with --check, exits 1 unless the shapes listed
+    from `start` on are the draw's first whole batches (all of it once it is measured)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--check", action="store_true", help="check the list in matmul.PREDICTION_SHAPES")
+    args = parser.parse_args()
+    shapes = list(matmul.PREDICTION_SHAPES)
+    drawn = draw(set(shapes[:start]) | set(matmul.DATASET_SHAPES))
+    for first in range(0, len(drawn), batch):
+        print(",".join(f"{m}x{n}x{k}" for m, n, k in drawn[first:first + batch]))
+    if not args.check:
+        return 0
+    listed = shapes[start:start + len(drawn)]
+    if len(listed) % batch or listed != drawn[:len(listed)]:
+        print(f"matmul.PREDICTION_SHAPES[{start}:{start + len(listed)}] is not whole batches of this draw")
+        return 1
+    print(f"matmul.PREDICTION_SHAPES[{start}:{start + len(listed)}] is this draw's first {len(listed) // batch} of "
+          f"{len(drawn) // batch} batches")
+    return 0
 
 
 def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:

@@ -7,12 +7,10 @@ of `matmul.PREDICTION_SHAPES` after the both-hinted draw are the first whole bat
 
 from __future__ import annotations
 
-import argparse
 import random
 
 from both_hinted_shapes import both_hinted_draw_end
-from hinted_shapes import draw_shapes
-from tunebench.kernels import matmul
+from hinted_shapes import draw_shapes, later_draw_main
 
 SEED = 2034
 COUNT = 64
@@ -32,21 +30,7 @@ def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="check the list in matmul.PREDICTION_SHAPES")
-    args = parser.parse_args()
-    shapes, end = list(matmul.PREDICTION_SHAPES), both_hinted_draw_end()
-    drawn = draw(set(shapes[:end]) | set(matmul.DATASET_SHAPES))
-    for start in range(0, COUNT, BATCH):
-        print(",".join(f"{m}x{n}x{k}" for m, n, k in drawn[start:start + BATCH]))
-    if not args.check:
-        return 0
-    listed = shapes[end:]
-    if len(listed) % BATCH or listed != drawn[:len(listed)]:
-        print(f"the {len(listed)} shapes after the both-hinted draw are not whole batches of this draw")
-        return 1
-    print(f"the last {len(listed)} of matmul.PREDICTION_SHAPES are the draw's first {len(listed) // BATCH} batches")
-    return 0
+    return later_draw_main(__doc__.splitlines()[0], draw, both_hinted_draw_end(), BATCH)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,15 @@
 """The draw of the prediction shapes with an odd N or K (the regime predicted worst once the hinted shapes were in):
 prints them in draw order, in batches of BATCH (the order the device sittings measure them in).
 
-Run: `.venv/bin/python benchmarks/odd_shapes.py` (well under a second). `--check` exits 1 unless the COUNT shapes of
-`matmul.PREDICTION_SHAPES` after the hinted draw are this draw (measured whole, in 10 batches).
+Run: `.venv/bin/python benchmarks/odd_shapes.py` (well under a second). `--check` exits 1 unless the shapes of
+`matmul.PREDICTION_SHAPES` after the hinted draw are whole batches of this draw (all 10 are measured).
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 
-from hinted_shapes import SIZES as HINTED_SIZES, draw_shapes, hinted_draw_end
-from tunebench.kernels import matmul
+from hinted_shapes import SIZES as HINTED_SIZES, draw_shapes, hinted_draw_end, later_draw_main
 
 SEED = 2031
 COUNT = 160
@@ -39,20 +37,7 @@ def odd_draw_end() -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="check the list in matmul.PREDICTION_SHAPES")
-    args = parser.parse_args()
-    listed, first = list(matmul.PREDICTION_SHAPES), hinted_draw_end()
-    shapes = draw(set(listed[:first]) | set(matmul.DATASET_SHAPES))
-    for start in range(0, COUNT, BATCH):
-        print(",".join(f"{m}x{n}x{k}" for m, n, k in shapes[start:start + BATCH]))
-    if not args.check:
-        return 0
-    if listed[first:odd_draw_end()] != shapes:
-        print(f"matmul.PREDICTION_SHAPES[{first}:{odd_draw_end()}] is not this draw")
-        return 1
-    print(f"matmul.PREDICTION_SHAPES[{first}:{odd_draw_end()}] is this draw")
-    return 0
+    return later_draw_main(__doc__.splitlines()[0], draw, hinted_draw_end(), BATCH)
 
 
 if __name__ == "__main__":
