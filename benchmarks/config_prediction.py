@@ -29,6 +29,7 @@ from tunebench.predict import (ALIGNMENTS, SELECTED, alignment, by_alignment, by
                                summarize_efficiency, training_data)
 from tunebench.predict.compiled import divisibility, load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
+from tunebench.predict.head import HEAD_SIZE, LEAF_CHOICES
 from tunebench.predict.model import INNER_SPLITS, MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES, relative_speed
 from tunebench.predict.protocol import N_SPLITS, dispatch_latency_ms
 from tunebench.predict.shortlist import CLASSES, M_STEP, NK_STEP, PER_POINT, SIZE
@@ -226,12 +227,16 @@ def main() -> int:
                        for pipeline in PIPELINES}
     baseline_tables = {name: per_shape_table(data.shapes, scores, latency)
                        for name, scores in baselines(data, cv.folds).items()}
-    names = {"throughput": "HGB on log1p(TFLOPS) + neighbour correction, full ranking",
-             "relative": "HGB on latency_best / latency (weighted) + neighbour correction, full ranking",
-             SELECTED: "objective chosen per fold on the inner splits + neighbour correction, full ranking"}
+    names = {"throughput": "HGB on log1p(TFLOPS) + neighbour correction + pairwise head, full ranking",
+             "relative": "HGB on latency_best / latency (weighted) + neighbour correction + pairwise head, full ranking",
+             SELECTED: "objective chosen per fold on the inner splits + neighbour correction + pairwise head, full "
+                       "ranking"}
     rows = [efficiency_row(names[p], summarize_efficiency(tables[p])) for p in PIPELINES]
+    without_head = per_shape_table(data.shapes, cv.corrected_scores(SELECTED), latency)
+    rows.append(efficiency_row("the same without the pairwise head (model + neighbour correction)",
+                               summarize_efficiency(without_head)))
     model_alone = per_shape_table(data.shapes, cv.model_scores(SELECTED), latency)
-    rows.append(efficiency_row("the same, the model alone (no neighbour correction)", summarize_efficiency(model_alone)))
+    rows.append(efficiency_row("the same, the model alone (no correction, no head)", summarize_efficiency(model_alone)))
     rows.append(efficiency_row("dispatcher best_config (selected; shortlist + compiled trees)",
                                summarize_efficiency(dispatch_tables[SELECTED])))
     timed_top_k = {k: best_of_top_k(cv.scores(SELECTED), latency, k) for k in MEASURED_TOP_K}
@@ -257,6 +262,7 @@ def main() -> int:
                             "portfolio": o.settings.portfolio_size or "all",
                             "correction (strength, k, class penalty, M scale, weighted)": "off" if not o.correction
                             or not o.correction["strength"] else ", ".join(str(v) for v in o.correction.values()),
+                            "head (max_leaf_nodes)": o.head["max_leaf_nodes"] if o.head else "off",
                             "inner validation mean efficiency (mean of the splits)": percent(o.inner_efficiency),
                             "test shapes": len(o.test_shapes)}
                            for o in cv.outcomes[SELECTED]])
@@ -272,7 +278,8 @@ def main() -> int:
         predictor = fit_predictor(data, settings, out_of_fold_scores=tuning["out_of_fold_scores"], header={"metrics": {
             "protocol": f"GroupKFold({N_SPLITS}) by shape; objective, tree size and iterations chosen on the mean "
                         f"over a seeded partition of each fold's training shapes into {INNER_SPLITS}, then the "
-                        f"neighbour correction by leave-one-shape-out on that partition's out-of-fold scores",
+                        f"neighbour correction by leave-one-shape-out on that partition's out-of-fold scores, then "
+                        f"the pairwise head's tree size on the same partition",
             **selected_summary}})
     fit_s = time.perf_counter() - fit_started
     path = args.out / f"{data.kernel}_{data.dtype}_h100.predictor"
@@ -323,6 +330,7 @@ def main() -> int:
         per_shape[f"{pipeline}_top1_hit"] = tables[pipeline]["top1_hit"]
         per_shape[f"{pipeline}_top5_hit"] = tables[pipeline]["top5_hit"]
     per_shape["dispatcher_efficiency"] = dispatch_tables[SELECTED]["efficiency"]
+    per_shape["without_head_efficiency"] = without_head["efficiency"]
     per_shape["model_alone_efficiency"] = model_alone["efficiency"]
     for k, efficiency in timed_top_k.items():
         per_shape[f"{SELECTED}_top{k}_timed_efficiency"] = efficiency
@@ -419,8 +427,12 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
   training shape's residuals (its targets minus the scores of the part's model that never saw it) correct a new
   shape's scores by their mean over its k nearest training shapes (log2 M, N, K and alignment), times a strength; k,
   the distance's class penalty and M scale, inverse-distance weighting and the strength (0: off) are chosen by
-  leave-one-shape-out efficiency over the training shapes. No early stopping or tuning ever looks at the fold being
-  scored.
+  leave-one-shape-out efficiency over the training shapes. Last, the **pairwise head** (`predict/head.py`): on each
+  training shape's top {HEAD_SIZE} by those out-of-fold scores, corrected from the other shapes' residuals, a gradient-boosted
+  classifier learns which of two listed candidates is faster from the difference of their features and first-stage
+  scores; a new shape's top {HEAD_SIZE} are re-ordered by their summed win probabilities. Its tree size
+  ({" or ".join(str(leaves) for leaves in LEAF_CHOICES)} leaves) is chosen on the same partition; it is always on
+  (the README says why). No early stopping or tuning ever looks at the fold being scored.
   The chosen settings per fold are listed below.
 - **Training rows**: rows whose repeats spread over more than half their median ((max - min) / median > 0.5:
   {disturbed_share:.2%} of the rows, disturbed timings) get weight 0 in training. **Scoring uses every recorded row,
@@ -500,8 +512,8 @@ The {WORST_SHAPES} held-out shapes with the lowest efficiency (`selected`), with
 sklearn's HistGradientBoostingRegressor.predict pays a fixed cost per tree per call, whatever the number of rows (the
 fold models have {min(trees)}{'' if min(trees) == max(trees) else f' to {max(trees)}'} trees), so ranking all {count} candidates takes
 ~{np.median(cv.rank_ms(SELECTED)):.0f} ms here, over the 1 ms target. `best_config` instead scores a shortlist with the
-same trees compiled to flat numpy arrays (identical predictions, tested) plus the neighbour correction: when it is
-fitted, the predictor ranks every candidate by its corrected score at each point of a grid of shapes (log2 M in steps of {M_STEP}, log2 N and log2 K in steps of {NK_STEP}, over
+same trees compiled to flat numpy arrays (identical predictions, tested) plus the neighbour correction, then re-orders
+the shortlist's top {HEAD_SIZE} with the pairwise head (its trees compiled the same way): when it is fitted, the predictor ranks every candidate by its corrected score at each point of a grid of shapes (log2 M in steps of {M_STEP}, log2 N and log2 K in steps of {NK_STEP}, over
 the training shapes' range, in each of the {len(CLASSES)} x {len(CLASSES)} alignment classes of N and K:
 {loaded.shortlist.top[..., 0].size:,} points) and keeps its top {PER_POINT}; a query's shortlist
 merges the lists of the up to 8 grid points around it, in its own alignment class, rank by rank, at most {SIZE}

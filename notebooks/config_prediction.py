@@ -73,8 +73,9 @@ show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "
 
 # %%
 pipelines = {"throughput": "log1p(TFLOPS) regression", "relative": "relative-speed regression",
-             "model_alone": "objective chosen on the inner splits, no neighbour correction",
-             "selected": "the same with the neighbour correction", "dispatcher": "dispatcher (shortlist)",
+             "model_alone": "objective chosen on the inner splits, the model alone",
+             "without_head": "the same with the neighbour correction",
+             "selected": "the same, its top 10 re-ordered by the pairwise head", "dispatcher": "dispatcher (shortlist)",
              "selected_top10_timed": "its top 10 timed, fastest kept (10 measurements)"}
 figure, axis = plt.subplots(figsize=(8, 4.5))
 plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, label in pipelines.items()}, cdf_from);

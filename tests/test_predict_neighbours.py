@@ -128,8 +128,10 @@ def test_a_predictor_with_a_correction_ranks_with_it_and_keeps_it_through_a_file
                               out_of_fold_scores=info["out_of_fold_scores"])
     predictor.correction = NeighbourCorrection(data.shapes[train], predictor.correction.residuals,
                                                CorrectionSettings(strength=1.0, neighbours=2))
+    predictor.head = None  # the correction alone (tests/test_predict_head.py covers the head)
     for shape in map(tuple, data.shapes[:4]):
         expected = predictor.model_scores(shape) + predictor.correction.for_shape(shape)
+        np.testing.assert_allclose(predictor.corrected_scores(shape), expected)
         np.testing.assert_allclose(predictor.scores(shape), expected)
         assert predictor.best_config(shape) == predictor.config(int(np.argmax(expected)))  # every candidate listed
     path = tmp_path / "corrected.predictor"

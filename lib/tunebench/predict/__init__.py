@@ -5,11 +5,12 @@ Train on a recorded dataset whose shapes share one candidate set of configs, sco
 `timed_best_config(shape, evaluator)` times its top k and keeps the fastest.
 """
 
-from tunebench.predict.dispatch import (CompiledForest, Predictor, PredictorError, TimedPick, fit_predictor,
-                                        load_predictor, read_header, save_predictor)
+from tunebench.predict.dispatch import (Predictor, PredictorError, TimedPick, fit_predictor, load_predictor,
+                                        read_header, save_predictor)
 from tunebench.predict.evaluation import (ALIGNMENTS, FAMILIES, alignment, by_alignment, by_family, family, grouped_folds,
                                           per_shape_table, summarize_efficiency)
 from tunebench.predict.features import Hardware, feature_names, feature_row, features
+from tunebench.predict.forest import CompiledForest
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, select_ranker, training_data
 from tunebench.predict.protocol import SELECTED, CrossValidation, cross_validate
 

@@ -1,10 +1,10 @@
 """The dispatcher: a trained ranker that picks a config for an unseen GEMM shape, saved with a JSON header.
 
 `Predictor.model_scores` scores every candidate with the model (sklearn), and `Predictor.scores` adds the correction
-from the nearest training shapes' out-of-fold errors (`predict.neighbours`); `Predictor.best_config` is the fast path:
-it scores a shortlist (the top configs of the corrected scores at the grid shapes around the query, `predict.shortlist`)
-with the same trees compiled to flat numpy arrays, because sklearn's predict pays about 10-20 us per tree per call
-whatever the number of rows.
+from the nearest training shapes' out-of-fold errors (`predict.neighbours`) and re-orders the top 10 with the pairwise
+head (`predict.head`); `Predictor.best_config` is the fast path: it scores a shortlist (the top configs of the
+corrected scores at the grid shapes around the query, `predict.shortlist`) with the same trees compiled to flat numpy
+arrays (`predict.forest`), because sklearn's predict pays about 10-20 us per tree per call whatever the number of rows.
 `Predictor.timed_best_config` spends k measurements: it times the model's top k and keeps the fastest.
 """
 
@@ -27,13 +27,15 @@ from tunebench.kernels import matmul
 from tunebench.measure.result import Evaluator, Result
 from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.features import Hardware, check_dtype, feature_names, features
+from tunebench.predict.forest import CompiledForest
+from tunebench.predict.head import PairwiseHead, head_lists, select_head
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
 from tunebench.predict.neighbours import NeighbourCorrection, select_correction
 from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axes
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
-# 4: the shortlist grid ranks the corrected scores; 3: with the neighbour correction; 2: the shortlist is a grid of
+# 4: the shortlist grid ranks the corrected scores, and the pairwise head; 3: with the neighbour correction; 2: the shortlist is a grid of
 # the model's own top lists
 FORMAT_VERSION = 4
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
@@ -43,44 +45,6 @@ TIMED_TOP_K = 10
 
 class PredictorError(ValueError):
     """A predictor file that is malformed, or that does not fit the kernel, GPU, dtype or feature code asked for."""
-
-
-class CompiledForest:
-    """The trees of a fitted HistGradientBoostingRegressor as flat arrays, evaluated level by level with numpy over
-    every (row, tree) pair at once. Exactly sklearn's predictions for inputs without NaN (a test checks). Reads
-    sklearn's private `_predictors` and `_baseline_prediction`: the equality test guards a change of version."""
-
-    def __init__(self, model: Any) -> None:
-        trees = [predictors[0].nodes for predictors in model._predictors]
-        sizes = np.array([len(nodes) for nodes in trees])
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        nodes = np.concatenate(trees)
-        base = np.repeat(offsets, sizes)
-        leaf = nodes["is_leaf"].astype(bool)
-        if nodes["is_categorical"].any():
-            raise ValueError("categorical splits are not supported by the compiled forest")
-        index = np.arange(len(nodes))
-        left = np.where(leaf, index, nodes["left"].astype(np.int64) + base)
-        right = np.where(leaf, index, nodes["right"].astype(np.int64) + base)
-        self.roots = offsets.astype(np.int64)
-        self.feature = nodes["feature_idx"].astype(np.int64)
-        self.threshold = np.where(leaf, np.inf, nodes["num_threshold"])
-        self.children = np.column_stack([left, right]).ravel()  # 2 * node + (go right)
-        self.value = nodes["value"].astype(np.float64)
-        self.depth = int(nodes["depth"].max())
-        self.baseline = float(np.asarray(model._baseline_prediction).ravel()[0])
-        self.n_features = int(model.n_features_in_)
-
-    def predict(self, matrix: np.ndarray) -> np.ndarray:
-        matrix = np.ascontiguousarray(matrix, dtype=np.float64)
-        rows = matrix.shape[0]
-        flat = matrix.ravel()
-        row_start = np.repeat(np.arange(rows) * self.n_features, len(self.roots))
-        node = np.tile(self.roots, rows)
-        for _ in range(self.depth):
-            go_right = flat[row_start + self.feature[node]] > self.threshold[node]
-            node = self.children[2 * node + go_right]
-        return self.value[node].reshape(rows, len(self.roots)).sum(axis=1) + self.baseline
 
 
 @dataclass(frozen=True)
@@ -102,12 +66,12 @@ class Predictor:
     """A trained ranker over a fixed candidate set, for one kernel, dtype and GPU; it picks among the `portfolio`
     (indices into the candidates, chosen on the training shapes). `resources`: the compiler's facts of the
     candidates, which the features read; `correction`: the neighbour correction added to the model's scores (None:
-    the model alone)."""
+    the model alone); `head`: the pairwise re-ranker of the top of the corrected ranking (None: no re-ranking)."""
 
     def __init__(self, ranker: ConfigRanker, space: Space, candidates: np.ndarray, *, kernel: str, dtype: str,
                  gpu: str, hardware: Hardware, resources: CompiledResources, shortlist: GridShortlist,
                  portfolio: np.ndarray, correction: NeighbourCorrection | None = None,
-                 header: Mapping[str, Any] | None = None) -> None:
+                 head: PairwiseHead | None = None, header: Mapping[str, Any] | None = None) -> None:
         self.ranker = ranker
         self.space = space
         self.candidates = np.asarray(candidates, dtype=np.int64)
@@ -116,6 +80,7 @@ class Predictor:
         self.resources = resources
         self.shortlist = shortlist
         self.correction = correction
+        self.head = head
         self.header = dict(header or {})
         self.forest = CompiledForest(ranker.model_)
         self.feature_names = feature_names(space)
@@ -140,14 +105,29 @@ class Predictor:
         scores = self.model_scores(shape, dtype)
         return scores if self.correction is None else scores + self.correction.for_shape(checked_shape(shape))
 
+    def ranked_scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
+        """`corrected_scores`, except that with a head the portfolio's top `head.settings.size` are lifted above
+        every other candidate and ordered by the head's wins."""
+        matrix = self._features(shape, dtype, np.arange(len(self.candidates)))
+        scores = self.ranker.score(matrix)
+        if self.correction is not None:
+            scores = scores + self.correction.for_shape(checked_shape(shape))
+        if self.head is None:
+            return scores
+        top = np.argsort(-restrict(scores, self.portfolio), kind="stable")[:self.head.settings.size]
+        wins = self.head.wins(matrix[top][None], scores[top][None])[0]
+        lifted = scores.copy()
+        lifted[top] = scores.max() + 1.0 + wins
+        return lifted
+
     def scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
-        """`corrected_scores`, -inf outside the portfolio: the argmax is the predicted best config."""
-        return restrict(self.corrected_scores(shape, dtype), self.portfolio)
+        """`ranked_scores`, -inf outside the portfolio: the argmax is the predicted best config."""
+        return restrict(self.ranked_scores(shape, dtype), self.portfolio)
 
     def top_configs(self, shape: Sequence[int], k: int, dtype: str | None = None) -> list[dict[str, int]]:
-        """The k candidates ranked highest (`corrected_scores`), best first: the portfolio's, then (when k is
-        larger) the others'."""
-        scores = self.corrected_scores(shape, dtype)
+        """The k candidates ranked highest (`ranked_scores`), best first: the portfolio's, then (when k is larger)
+        the others'."""
+        scores = self.ranked_scores(shape, dtype)
         outside = np.ones(len(scores), dtype=bool)
         outside[self.portfolio] = False
         order = np.lexsort((-scores, outside))[:k]
@@ -155,13 +135,19 @@ class Predictor:
 
     def best_config(self, shape: Sequence[int], dtype: str | None = None) -> dict[str, int]:
         """The predicted best config: the shortlist around the shape (`predict.shortlist`, ranked by the corrected
-        scores at the grid points), scored by the compiled forest plus the correction at the shape."""
+        scores at the grid points), scored by the compiled forest plus the correction at the shape; with a head, its
+        top `head.settings.size` re-ordered by the head (compiled too)."""
         shape = checked_shape(shape)
         shortlist = self.shortlist.for_shape(shape)
-        scores = self.forest.predict(self._features(shape, dtype, shortlist))
+        matrix = self._features(shape, dtype, shortlist)
+        scores = self.forest.predict(matrix)
         if self.correction is not None:
             scores = scores + self.correction.for_shape(shape, shortlist)
-        return self.config(int(shortlist[np.argmax(scores)]))
+        if self.head is None:
+            return self.config(int(shortlist[np.argmax(scores)]))
+        top = np.argsort(-scores, kind="stable")[:self.head.settings.size]
+        wins = self.head.wins(matrix[top][None], scores[top][None])[0]
+        return self.config(int(shortlist[top[np.argmax(wins)]]))
 
     def timed_best_config(self, shape: Sequence[int], evaluator: Evaluator, k: int = TIMED_TOP_K,
                           dtype: str | None = None) -> TimedPick:
@@ -193,17 +179,24 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
     lists, without scoring the tens of thousands of points a deployed predictor needs; () for a predictor that only
     ranks). `out_of_fold_scores` (training shapes, candidates), each shape scored by an inner model that never saw
     it (`select_ranker`'s), gives the predictor a neighbour correction whose settings `select_correction` chooses;
-    without them the model scores alone. The grid's top lists rank the corrected scores."""
+    without them the model scores alone; they also train the pairwise head (`predict.head`) on each training shape's
+    top list, corrected from the other shapes' residuals, which `select_head` keeps or turns off. The grid's top lists
+    rank the corrected scores."""
     shape_indices = np.arange(len(data.shapes)) if shape_indices is None else np.asarray(shape_indices)
     ranker = ConfigRanker(settings).fit(data, data.rows_of(shape_indices))
     allowed = portfolio(data, shape_indices, settings.portfolio_size)
     resources = data.resources.restricted(data.candidates)
-    correction, tried = None, []
+    correction, tried, head, head_tried = None, [], None, []
     if out_of_fold_scores is not None:
         rows = data.rows_of(shape_indices)
-        targets = ranker.targets(data, rows)[0].reshape(len(shape_indices), -1)
-        latency = data.latency_ms[rows].reshape(len(shape_indices), -1)
+        shaped = (len(shape_indices), len(data.candidates))
+        targets = ranker.targets(data, rows)[0].reshape(shaped)
+        latency = data.latency_ms[rows].reshape(shaped)
         correction, tried = select_correction(data.shapes[shape_indices], targets, out_of_fold_scores, latency, allowed)
+        weight = (data.spread[rows] <= settings.max_training_spread).astype(float).reshape(shaped)
+        lists = head_lists(restrict(correction.leave_one_out(out_of_fold_scores), allowed),
+                           data.features[rows].reshape(*shaped, -1), latency, weight)
+        head, head_tried = select_head(lists, seed=settings.random_state)
 
     def score(shapes: np.ndarray) -> np.ndarray:
         rows = features(np.repeat(shapes, len(allowed), axis=0), np.tile(data.candidates[allowed], (len(shapes), 1)),
@@ -214,14 +207,14 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
     shortlist = build_shortlist(score, grid_axes(data.shapes[shape_indices]), allowed, shortlist_shapes)
     return Predictor(ranker, data.space, data.candidates, kernel=data.kernel, dtype=data.dtype, gpu=data.gpu,
                      hardware=data.hardware, resources=resources, shortlist=shortlist, portfolio=allowed,
-                     correction=correction,
+                     correction=correction, head=head,
                      header={"training": {"shapes": data.shapes[shape_indices].tolist(),
                                           "provenance": data.provenance},
-                             "correction_tried": tried, **(header or {})})
+                             "correction_tried": tried, "head_tried": head_tried, **(header or {})})
 
 
 # ---------------------------------------------------------------------------------------------
-# File format: MAGIC, one line of JSON header, then a pickle of the model, shortlist, resources and correction
+# File format: MAGIC, one line of JSON header, then a pickle of the model, shortlist, resources, correction and head
 # ---------------------------------------------------------------------------------------------
 
 def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
@@ -234,16 +227,18 @@ def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
         "candidates": predictor.candidates.tolist(), "portfolio": predictor.portfolio.tolist(),
         "settings": asdict(predictor.ranker.settings),
         "correction": None if predictor.correction is None else asdict(predictor.correction.settings),
+        "head": None if predictor.head is None else asdict(predictor.head.settings),
         "sklearn_version": sklearn.__version__, "payload_sha256": hashlib.sha256(payload).hexdigest(),
     }
 
 
 def save_predictor(predictor: Predictor, path: str | os.PathLike[str]) -> None:
     """Write the predictor atomically: the magic line, a JSON header line, then the pickled model, shortlist,
-    compiled resources and neighbour correction."""
+    compiled resources, neighbour correction and head."""
     path = Path(path)
     payload = pickle.dumps({"model": predictor.ranker.model_, "shortlist": predictor.shortlist,
-                            "resources": predictor.resources, "correction": predictor.correction})
+                            "resources": predictor.resources, "correction": predictor.correction,
+                            "head": predictor.head})
     header = json.dumps(_header(predictor, payload), sort_keys=True).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -307,6 +302,6 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
                      resources=content["resources"], shortlist=content["shortlist"],
                      # a file written before portfolios existed picks among every candidate
                      portfolio=np.array(header.get("portfolio", range(len(header["candidates"]))), dtype=np.int64),
-                     correction=content["correction"],
-                     header={name: header[name] for name in ("training", "metrics", "correction_tried")
+                     correction=content["correction"], head=content["head"],
+                     header={name: header[name] for name in ("training", "metrics", "correction_tried", "head_tried")
                              if name in header})

@@ -93,6 +93,15 @@ class NeighbourCorrection:
     def for_shape(self, shape: Sequence[int], candidates: np.ndarray | None = None) -> np.ndarray:
         return self.for_shapes([shape], candidates)[0]
 
+    def leave_one_out(self, out_of_fold_scores: np.ndarray) -> np.ndarray:
+        """The training shapes' out-of-fold scores (shapes, candidates) corrected as a new shape's are, each from the
+        other training shapes' residuals (what `select_correction` scored)."""
+        if self.settings.strength == 0:
+            return out_of_fold_scores
+        distance = _distances(self.coordinates, self.coordinates, self.settings)
+        np.fill_diagonal(distance, np.inf)  # a shape never corrects itself
+        return out_of_fold_scores + self.settings.strength * _mean_residual(distance, self.residuals, self.settings)
+
 
 def select_correction(shapes: np.ndarray, targets: np.ndarray, out_of_fold_scores: np.ndarray,
                       latency_ms: np.ndarray, allowed: np.ndarray,

@@ -33,13 +33,15 @@ class FoldOutcome:
     settings: RankerSettings
     inner_efficiency: float
     tried: list[dict[str, Any]]
-    scores: np.ndarray  # (test shapes, candidates), sklearn's predict over every candidate plus the correction
+    scores: np.ndarray  # (test shapes, candidates), sklearn's predict over every candidate, corrected, head re-ordered
+    corrected_scores: np.ndarray  # (test shapes, candidates), the model plus the correction, without the head
     model_scores: np.ndarray  # (test shapes, candidates), the model alone
     dispatched: np.ndarray  # (test shapes,) the candidate best_config returned
     rank_ms: np.ndarray  # (test shapes,) features + sklearn predict over every candidate
     dispatch_ms: np.ndarray  # (test shapes,) median of DISPATCH_REPEATS best_config calls
     fit_s: float
     correction: dict[str, Any] | None  # the neighbour correction's chosen settings
+    head: dict[str, Any] | None  # the pairwise head's chosen settings (None: off)
 
 
 @dataclass
@@ -53,6 +55,10 @@ class CrossValidation:
     def scores(self, pipeline: str) -> np.ndarray:
         """(shapes, candidates) out-of-fold scores."""
         return self._gather(pipeline, "scores")
+
+    def corrected_scores(self, pipeline: str) -> np.ndarray:
+        """(shapes, candidates) out-of-fold scores of the model and the neighbour correction, without the head."""
+        return self._gather(pipeline, "corrected_scores")
 
     def model_scores(self, pipeline: str) -> np.ndarray:
         """(shapes, candidates) out-of-fold scores of the model alone, without the neighbour correction."""
@@ -82,8 +88,8 @@ def _shape(data: TrainingData, index: int) -> tuple[int, int, int]:
 
 def score_fold(data: TrainingData, fold: int, train: np.ndarray, test: np.ndarray, objective: str,
                seed: int = 0) -> FoldOutcome:
-    """Tune on inner splits of `train` (the ranker, then the neighbour correction on the inner splits' out-of-fold
-    scores), fit on all of `train`, and score every shape of `test`."""
+    """Tune on inner splits of `train` (the ranker, then the neighbour correction and the head on the inner splits'
+    out-of-fold scores), fit on all of `train`, and score every shape of `test`."""
     started = time.perf_counter()
     with threadpool_limits(1):
         settings, tuning = select_ranker(data, train, objective, seed=seed + fold)
@@ -91,20 +97,22 @@ def score_fold(data: TrainingData, fold: int, train: np.ndarray, test: np.ndarra
                                   out_of_fold_scores=tuning["out_of_fold_scores"])
     fit_s = time.perf_counter() - started
     inner = max(trial["inner_mean_efficiency"] for trial in tuning["tried"])
-    scores, model_scores, dispatched, rank_ms, dispatch_ms = [], [], [], [], []
+    scores, corrected_scores, model_scores, dispatched, rank_ms, dispatch_ms = [], [], [], [], [], []
     with threadpool_limits(1):
         for index in test:
             shape = _shape(data, index)
             begin = time.perf_counter()
             scores.append(predictor.scores(shape))
             rank_ms.append(1e3 * (time.perf_counter() - begin))
+            corrected_scores.append(restrict(predictor.corrected_scores(shape), predictor.portfolio))
             model_scores.append(restrict(predictor.model_scores(shape), predictor.portfolio))
             dispatched.append(_dispatch_index(predictor, shape))
             dispatch_ms.append(dispatch_latency_ms(predictor, shape))
     correction = None if predictor.correction is None else asdict(predictor.correction.settings)
+    head = None if predictor.head is None else asdict(predictor.head.settings)
     return FoldOutcome(fold, objective, train, test, settings, inner, tuning["tried"], np.array(scores),
-                       np.array(model_scores), np.array(dispatched), np.array(rank_ms), np.array(dispatch_ms), fit_s,
-                       correction)
+                       np.array(corrected_scores), np.array(model_scores), np.array(dispatched), np.array(rank_ms),
+                       np.array(dispatch_ms), fit_s, correction, head)
 
 
 def _dispatch_index(predictor: Predictor, shape: tuple[int, int, int]) -> int:
