@@ -50,15 +50,19 @@ DATASET_SHAPES = (
 # with 16) near 2 ** uniform(9, 14); kept if at most 0.25 TFLOP and new. A first pass with random.Random(2029) kept
 # 96 shapes that were never measured; these are a second pass with a fresh random.Random(2029) that also counts the
 # first pass's as taken. `benchmarks/hinted_shapes.py` reproduces both passes and checks this list.
-# The last 160 (2026-11-24) aim at odd N or K, then the worst predicted (K odd with M >= 128 worst of all): the
+# The next 160 (2026-11-24) aim at odd N or K, then the worst predicted (K odd with M >= 128 worst of all): the
 # 10 batches of 16 of `benchmarks/odd_shapes.py`'s draw with random.Random(2031), cycling (N, K) over (aligned, odd),
 # (hinted, odd), (odd, aligned), (odd, hinted), (odd, odd), (aligned, odd), (hinted, hinted), (odd, odd); an odd size
 # is odd and near 2 ** uniform(9, 14), the other sizes and M as in the hinted draw; measured batch by batch in draw
 # order (the first 6 batches in one stop, the last 4 in the next). `benchmarks/odd_shapes.py --check` checks this list.
-# The last 64 (2026-11-24) aim at N and K both hinted, the class then predicted worst (94.4 % mean on its 86 shapes):
+# The next 64 (2026-11-24) aim at N and K both hinted, the class then predicted worst (94.4 % mean on its 86 shapes):
 # the 4 batches of 16 of `benchmarks/both_hinted_shapes.py`'s draw with random.Random(2033), N and K each an odd
 # multiple of 2, 4 or 8 near 2 ** uniform(9, 14), M and the limits as in the hinted draw; measured batch by batch in
 # draw order. `benchmarks/both_hinted_shapes.py --check` checks them.
+# The last 64 (2026-11-25) aim at N and K both odd multiples of 2 or 4, where the 569-shape model missed worst: the 4
+# batches of 16 of `benchmarks/narrow_hinted_shapes.py`'s draw with random.Random(2034), M and the limits as in the
+# hinted draw; measured in two journals (the first 44 complete, then the other 20), in draw order here.
+# `benchmarks/narrow_hinted_shapes.py --check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -158,6 +162,17 @@ PREDICTION_SHAPES = (
     (95, 604, 8712), (2, 712, 4648), (206, 4814, 3838), (15, 9640, 568), (1, 4094, 6150), (598, 4376, 5512),
     (1212, 1704, 1944), (245, 894, 1346), (9, 990, 2446), (204, 8428, 1528), (597, 2812, 760), (1567, 8898, 1828),
     (2, 11668, 888), (3262, 4442, 6744), (5, 1244, 594), (1913, 568, 3358),
+    (2, 3068, 3506), (3062, 998, 7106), (5935, 8420, 906), (426, 1018, 4722), (128, 1884, 10908), (11, 1420, 614),
+    (1676, 3892, 770), (3, 6332, 1486), (22, 4964, 5598), (456, 1574, 532), (490, 1988, 12734), (2, 3394, 676),
+    (439, 5148, 4418), (2346, 1942, 6054), (27, 9142, 652), (3474, 4030, 4260), (7409, 2686, 4638), (42, 14474, 972),
+    (162, 2506, 532), (893, 6780, 1606), (1328, 630, 3190), (279, 514, 6548), (12, 894, 620), (141, 932, 16268),
+    (36, 1558, 3914), (625, 1892, 13686), (1556, 516, 15998), (850, 1964, 9342), (262, 1494, 4332), (4657, 874, 5010),
+    (71, 574, 810), (268, 7124, 11044), (297, 1170, 2098), (2, 11036, 4446), (478, 1356, 900), (294, 1116, 6148),
+    (3, 3076, 3738), (771, 908, 11170), (8, 1116, 1220), (162, 3510, 4676), (202, 6180, 12372), (1445, 4404, 758),
+    (3, 2676, 11348), (63, 10348, 14364), (3990, 4204, 836), (810, 15548, 1846), (725, 3154, 4596), (100, 3146, 4804),
+    (3, 540, 1422), (8, 1142, 7734), (41, 1582, 5190), (2, 9002, 804), (60, 10722, 1922), (78, 1502, 4842),
+    (3432, 1158, 5772), (6, 2286, 9916), (2880, 748, 530), (376, 2516, 13146), (3012, 786, 874), (43, 1398, 556),
+    (232, 1214, 612), (30, 8204, 14516), (1, 1204, 990), (31, 11628, 3676),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
