@@ -35,8 +35,8 @@ from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axe
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
-# 4: the shortlist grid ranks the corrected scores, and the pairwise head; 3: with the neighbour correction; 2: the shortlist is a grid of
-# the model's own top lists
+# 4: the shortlist grid ranks the corrected scores, and the pairwise head; 3: with the neighbour correction; 2: the
+# shortlist is a grid of the model's own top lists
 FORMAT_VERSION = 4
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
 # keeping the fastest scored 99.22 % mean efficiency when re-timed side by side (results/config_prediction/retime.md).
@@ -100,18 +100,22 @@ class Predictor:
         """The model's score of every candidate (higher: predicted faster), through sklearn's predict."""
         return self.ranker.score(self._features(shape, dtype, np.arange(len(self.candidates))))
 
-    def corrected_scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
-        """`model_scores` plus the neighbour correction, for every candidate."""
-        scores = self.model_scores(shape, dtype)
-        return scores if self.correction is None else scores + self.correction.for_shape(checked_shape(shape))
-
-    def ranked_scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
-        """`corrected_scores`, except that with a head the portfolio's top `head.settings.size` are lifted above
-        every other candidate and ordered by the head's wins."""
+    def _corrected(self, shape: Sequence[int], dtype: str | None) -> tuple[np.ndarray, np.ndarray]:
+        """Every candidate's feature rows, and its model score plus the neighbour correction."""
         matrix = self._features(shape, dtype, np.arange(len(self.candidates)))
         scores = self.ranker.score(matrix)
         if self.correction is not None:
             scores = scores + self.correction.for_shape(checked_shape(shape))
+        return matrix, scores
+
+    def corrected_scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
+        """`model_scores` plus the neighbour correction, for every candidate."""
+        return self._corrected(shape, dtype)[1]
+
+    def ranked_scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
+        """`corrected_scores`, except that with a head the portfolio's top `head.settings.size` are lifted above
+        every other candidate and ordered by the head's wins."""
+        matrix, scores = self._corrected(shape, dtype)
         if self.head is None:
             return scores
         top = np.argsort(-restrict(scores, self.portfolio), kind="stable")[:self.head.settings.size]
@@ -180,8 +184,8 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
     ranks). `out_of_fold_scores` (training shapes, candidates), each shape scored by an inner model that never saw
     it (`select_ranker`'s), gives the predictor a neighbour correction whose settings `select_correction` chooses;
     without them the model scores alone; they also train the pairwise head (`predict.head`) on each training shape's
-    top list, corrected from the other shapes' residuals, which `select_head` keeps or turns off. The grid's top lists
-    rank the corrected scores."""
+    top list, corrected from the other shapes' residuals, sized by `select_head`. The grid's top lists rank the
+    corrected scores."""
     shape_indices = np.arange(len(data.shapes)) if shape_indices is None else np.asarray(shape_indices)
     ranker = ConfigRanker(settings).fit(data, data.rows_of(shape_indices))
     allowed = portfolio(data, shape_indices, settings.portfolio_size)
