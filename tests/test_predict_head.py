@@ -3,7 +3,6 @@ learns an order the first stage got wrong, its sizing on inner parts, and a pred
 
 import numpy as np
 import pytest
-from scipy.special import expit
 
 from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
 from tunebench.predict import fit_predictor, load_predictor, save_predictor, select_ranker
@@ -55,7 +54,7 @@ def test_wins_are_the_compiled_classifiers_probabilities_summed():
     differences, first, second = pair_features(lists.rows[:3], lists.scores[:3])
     flat = differences.reshape(-1, differences.shape[-1])
     np.testing.assert_allclose(head.forest.predict(flat), head.model.decision_function(flat))
-    won = expit(head.model.decision_function(flat)).reshape(3, -1)
+    won = head.model.predict_proba(flat)[:, 1].reshape(3, -1)  # the probability that the first is faster
     expected = np.zeros((3, 6))
     for pair, (i, j) in enumerate(zip(first, second)):
         expected[:, i] += won[:, pair]

@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from scipy.special import expit
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from tunebench.predict.forest import CompiledForest
@@ -93,7 +92,7 @@ class PairwiseHead:
         first-stage scores (shapes, k) of any k >= 1."""
         differences, first, second = pair_features(rows, scores)
         shapes, pairs, width = differences.shape
-        won = expit(self.forest.predict(differences.reshape(-1, width))).reshape(shapes, pairs)
+        won = 1.0 / (1.0 + np.exp(-self.forest.predict(differences.reshape(-1, width)))).reshape(shapes, pairs)
         wins = np.zeros(scores.shape)
         np.add.at(wins, (slice(None), first), won)
         np.add.at(wins, (slice(None), second), 1.0 - won)
