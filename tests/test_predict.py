@@ -20,9 +20,10 @@ from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, f
                                fit_predictor, grouped_folds, load_predictor, read_header, save_predictor,
                                select_ranker, training_data)
 from tunebench.predict.compiled import CompiledResources, load_table
+from tunebench.predict.dispatch import FORMAT_VERSION
 from tunebench.predict.evaluation import (alignment, best_of_top_k, by_alignment, per_shape_table, retest_efficiency,
                                           retimed_efficiency)
-from tunebench.predict.features import config_columns, encode_columns
+from tunebench.predict.features import CandidateFeatures, config_columns, encode_columns
 from tunebench.predict.model import INNER_SPLITS, ConfigRanker, portfolio, restrict
 from tunebench.predict.shortlist import SIZE
 from tunebench.predict.transfer import combine, transfer_efficiency
@@ -110,6 +111,28 @@ def test_one_shape_or_one_config_broadcasts_to_the_full_batch(data):
                      data.hardware)
     np.testing.assert_array_equal(one_config, tiled)
     assert one_shape.shape == (len(data.candidates), len(feature_names(data.space)))
+
+
+def test_the_dispatchers_candidate_rows_are_the_batch_features(data):
+    """`CandidateFeatures.rows`, which reads the candidates' encoding and compiled facts computed once, gives the rows
+    `features` computes, in every alignment class of N and K, for any subset of candidates in any order."""
+    table = CandidateFeatures(data.candidates, data.space, "bfloat16", data.resources, data.hardware)
+    chosen = np.array([7, 0, 31, 12, 5])
+    for n, k in [(4096, 4096), (1000, 3000), (1004, 3002), (1001, 3001), (50257, 768), (8, 3)]:
+        for m in (1, 300, 9000):
+            np.testing.assert_array_equal(
+                table.rows((m, n, k), chosen),
+                features(np.array([[m, n, k]]), data.candidates[chosen], data.space, "bfloat16", data.resources,
+                         data.hardware))
+
+
+def test_the_dispatchers_rows_in_a_class_the_table_lacks_are_an_error(data):
+    odd = (data.resources.table["N_divisibility"] == 1) & (data.resources.table["K_divisibility"] == 1)
+    partial = CompiledResources(data.resources.table[~odd], data.resources.parameter_names, data.resources.source)
+    table = CandidateFeatures(data.candidates, data.space, "bfloat16", partial, data.hardware)
+    assert table.rows((64, 1000, 3000), np.arange(3)).shape == (3, len(feature_names(data.space)))
+    with pytest.raises(KeyError, match="N divisibility 1, K divisibility 1 was never compiled"):
+        table.rows((64, 1001, 3001), np.arange(3))
 
 
 def test_config_encoding_is_the_spaces(data):
@@ -337,7 +360,7 @@ def test_a_file_of_another_format_version_is_rejected(tmp_path, predictor):
     path = tmp_path / "model.predictor"
     save_predictor(predictor, path)
     _rewrite_header(path, lambda header: header.__setitem__("format_version", 2))
-    with pytest.raises(PredictorError, match="format_version 2 is not this code's 4: fit and save"):
+    with pytest.raises(PredictorError, match=f"format_version 2 is not this code's {FORMAT_VERSION}: fit and save"):
         load_predictor(path)
 
 

@@ -157,6 +157,13 @@ class CompiledResources:
         self._position[np.ravel_multi_index(codes, self._dims)] = np.arange(len(keys))
         self._facts = self.table[list(FACTS)].to_numpy(dtype=np.float64)
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {"table": self.table, "parameter_names": self.parameter_names, "source": self.source}  # the index and
+        # the facts array are rebuilt on loading, not stored
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["table"], state["parameter_names"], state["source"])
+
     def restricted(self, config_values: np.ndarray) -> CompiledResources:
         """The table's rows of these configs only, in every alignment class (a predictor keeps its candidates')."""
         wanted = {tuple(row) for row in np.asarray(config_values, dtype=np.int64).tolist()}

@@ -11,11 +11,11 @@ arrays (`predict.forest`), because sklearn's predict pays about 10-20 us per tre
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import pickle
 import tempfile
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -26,7 +26,7 @@ import sklearn
 from tunebench.kernels import matmul
 from tunebench.measure.result import Evaluator, Result
 from tunebench.predict.compiled import CompiledResources
-from tunebench.predict.features import Hardware, check_dtype, feature_names, features
+from tunebench.predict.features import CandidateFeatures, Hardware, check_dtype, feature_names, features
 from tunebench.predict.forest import CompiledForest
 from tunebench.predict.head import PairwiseHead, head_lists, select_head
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
@@ -35,12 +35,13 @@ from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axe
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
-# 4: the shortlist grid ranks the corrected scores, and the pairwise head; 3: with the neighbour correction; 2: the
-# shortlist is a grid of the model's own top lists
-FORMAT_VERSION = 4
+# 5: the payload is zlib-compressed; 4: the shortlist grid ranks the corrected scores, and the pairwise head; 3: with
+# the neighbour correction; 2: the shortlist is a grid of the model's own top lists
+FORMAT_VERSION = 5
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
 # keeping the fastest scored 99.22 % mean efficiency when re-timed side by side (results/config_prediction/retime.md).
 TIMED_TOP_K = 10
+PAYLOAD_COMPRESSION_LEVEL = 9  # zlib: the payload shrinks about threefold, loading stays well under a second
 
 
 class PredictorError(ValueError):
@@ -83,15 +84,14 @@ class Predictor:
         self.head = head
         self.header = dict(header or {})
         self.forest = CompiledForest(ranker.model_)
+        self.candidate_features = CandidateFeatures(self.candidates, space, dtype, resources, hardware)
         self.feature_names = feature_names(space)
 
     def _features(self, shape: Sequence[int], dtype: str | None, candidates: np.ndarray) -> np.ndarray:
         if dtype is not None and dtype != self.dtype:
             check_dtype(dtype)
             raise PredictorError(f"this predictor was trained for {self.dtype}, not {dtype!r}")
-        checked = checked_shape(shape)
-        return features(np.array([checked], dtype=np.int64), self.candidates[candidates], self.space, self.dtype,
-                        self.resources, self.hardware)
+        return self.candidate_features.rows(checked_shape(shape), candidates)
 
     def config(self, index: int) -> dict[str, int]:
         return dict(zip(self.space.names, (int(value) for value in self.candidates[index])))
@@ -218,7 +218,8 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
 
 
 # ---------------------------------------------------------------------------------------------
-# File format: MAGIC, one line of JSON header, then a pickle of the model, shortlist, resources, correction and head
+# File format: MAGIC, one line of JSON header, then a zlib-compressed pickle of the model, shortlist, resources,
+# correction and head
 # ---------------------------------------------------------------------------------------------
 
 def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
@@ -237,12 +238,12 @@ def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
 
 
 def save_predictor(predictor: Predictor, path: str | os.PathLike[str]) -> None:
-    """Write the predictor atomically: the magic line, a JSON header line, then the pickled model, shortlist,
-    compiled resources, neighbour correction and head."""
+    """Write the predictor atomically: the magic line, a JSON header line, then the model, shortlist, compiled
+    resources, neighbour correction and head, pickled and zlib-compressed."""
     path = Path(path)
-    payload = pickle.dumps({"model": predictor.ranker.model_, "shortlist": predictor.shortlist,
+    payload = zlib.compress(pickle.dumps({"model": predictor.ranker.model_, "shortlist": predictor.shortlist,
                             "resources": predictor.resources, "correction": predictor.correction,
-                            "head": predictor.head})
+                            "head": predictor.head}), PAYLOAD_COMPRESSION_LEVEL)
     header = json.dumps(_header(predictor, payload), sort_keys=True).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -295,7 +296,7 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
         differing = [f"{i}: {a!r} != {b!r}" for i, (a, b) in enumerate(zip(stored, expected)) if a != b]
         raise PredictorError(f"{path}: feature schema mismatch: the file's {len(stored)} features differ from the "
                              f"{len(expected)} this code computes ({'; '.join(differing[:3]) or 'lengths differ'})")
-    content = pickle.load(io.BytesIO(payload))
+    content = pickle.loads(zlib.decompress(payload))
     model = content["model"]
     if int(model.n_features_in_) != len(expected):
         raise PredictorError(f"{path}: the model takes {model.n_features_in_} features, the schema has {len(expected)}")

@@ -1,6 +1,7 @@
 """Features of (GEMM shape, config) pairs for predicting a config's speed on a shape no one has measured.
 
-One code path: `features` computes a batch, vectorized over rows with numpy; `feature_row` calls it with one row.
+One code path: `features` computes a batch, vectorized over rows with numpy; `feature_row` calls it with one row;
+the dispatcher's `CandidateFeatures.rows` shares its arithmetic (`_assemble`) with the candidates' lookups done once.
 Shared memory, registers and PTX instruction counts are the compiler's (`CompiledResources`, per config and
 alignment class).
 """
@@ -14,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tunebench.kernels import matmul
-from tunebench.predict.compiled import CompiledResources, divisibility
+from tunebench.predict.compiled import CLASSES, CompiledResources, divisibility
 from tunebench.space import ConfigError, Parameter, Space
 
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
@@ -118,6 +119,15 @@ def encode_columns(space: Space, values: np.ndarray) -> np.ndarray:
     return np.hstack(blocks) if blocks else np.empty((len(values), 0))
 
 
+def _checked(space: Space, dtype: str, resources: CompiledResources) -> int:
+    """Bytes per element of `dtype`, after checking that the compiled-resource table is of the space's parameters."""
+    element_bytes = check_dtype(dtype)
+    if tuple(space.names) != resources.parameter_names:
+        raise ValueError(f"the compiled-resource table's parameters {list(resources.parameter_names)} are not the "
+                         f"space's {list(space.names)}")
+    return element_bytes
+
+
 def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype: str,
              resources: CompiledResources, hardware: Hardware = Hardware()) -> np.ndarray:
     """The (n, len(feature_names(space))) float64 feature matrix of n (shape, config) rows.
@@ -126,10 +136,7 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
     `config_columns`, or (1, parameters) against n shapes. `resources` holds what the compiler makes of each config
     in each alignment class of N and K (their divisibility as the compiler knows it).
     """
-    element_bytes = check_dtype(dtype)
-    if tuple(space.names) != resources.parameter_names:
-        raise ValueError(f"the compiled-resource table's parameters {list(resources.parameter_names)} are not the "
-                         f"space's {list(space.names)}")
+    element_bytes = _checked(space, dtype, resources)
     shapes = check_shapes(shapes)
     values = np.asarray(config_values, dtype=np.int64)
     if values.ndim != 2 or values.shape[1] != len(space.names):
@@ -138,6 +145,52 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
     rows = max(len(shapes), len(values))
     if len(shapes) not in (1, rows) or len(values) not in (1, rows):
         raise ValueError(f"{len(shapes)} shapes and {len(values)} configs: give as many of each, or one of either")
+    n_divisibility, k_divisibility = divisibility(shapes[:, 1]), divisibility(shapes[:, 2])
+    compiled = resources.lookup(np.broadcast_to(values, (rows, values.shape[1])),
+                                np.broadcast_to(n_divisibility, (rows,)), np.broadcast_to(k_divisibility, (rows,)))
+    return _assemble(shapes, values, encode_columns(space, values), compiled, element_bytes, hardware, space)
+
+
+class CandidateFeatures:
+    """What the features read of each of a fixed set of candidate configs alone, computed once: the space's encoding
+    and the compiler's facts in every alignment class the table holds for all of them. `rows(shape, indices)` is
+    `features` of one shape against those candidates without the per-call lookups (the dispatcher's path; tests check
+    they agree)."""
+
+    def __init__(self, config_values: np.ndarray, space: Space, dtype: str, resources: CompiledResources,
+                 hardware: Hardware = Hardware()) -> None:
+        self.element_bytes = _checked(space, dtype, resources)
+        self.values = np.asarray(config_values, dtype=np.int64)
+        self.space, self.resources, self.hardware = space, resources, hardware
+        self.encoded = encode_columns(space, self.values)
+        self.facts: dict[tuple[int, int], dict[str, np.ndarray]] = {}
+        for n_class, k_class in CLASSES:
+            try:
+                self.facts[n_class, k_class] = resources.lookup(self.values, np.full(len(self.values), n_class),
+                                                                np.full(len(self.values), k_class))
+            except KeyError:  # a class the table lacks for some candidate: `rows` looks it up per call, and says so
+                continue
+
+    def rows(self, shape: Sequence[int], indices: np.ndarray) -> np.ndarray:
+        """The feature rows of `shape` against the candidates at `indices`, in their order."""
+        shapes = check_shapes(np.array([shape], dtype=np.int64))
+        values = self.values[indices]
+        n_divisibility, k_divisibility = divisibility(shapes[0, 1:])
+        facts = self.facts.get((int(n_divisibility), int(k_divisibility)))
+        if facts is None:
+            compiled = self.resources.lookup(values, np.full(len(values), n_divisibility),
+                                             np.full(len(values), k_divisibility))
+        else:
+            compiled = {name: column[indices] for name, column in facts.items()}
+        return _assemble(shapes, values, self.encoded[indices], compiled, self.element_bytes, self.hardware,
+                         self.space)
+
+
+def _assemble(shapes: np.ndarray, values: np.ndarray, encoded: np.ndarray, compiled: Mapping[str, np.ndarray],
+              element_bytes: int, hardware: Hardware, space: Space) -> np.ndarray:
+    """The feature matrix from checked shapes and config values (either may be one row against the other's n), the
+    configs' encoding and the compiler's facts of each row."""
+    rows = max(len(shapes), len(values))
     # Shape columns have len(shapes) rows and config columns len(values): numpy broadcasts one of them when it is 1.
     m, n, k = (shapes[:, i].astype(np.float64) for i in range(3))
     config = {name: values[:, i] for i, name in enumerate(space.names)}
@@ -155,8 +208,6 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
     programs = tiles_m * tiles_n * split_k
     waves = programs / hardware.sm_count
     k_iterations = np.ceil(k / (block_k * split_k))
-    compiled = resources.lookup(np.broadcast_to(values, (rows, values.shape[1])),
-                                np.broadcast_to(n_divisibility, (rows,)), np.broadcast_to(k_divisibility, (rows,)))
     shared, registers = compiled["shared_memory_bytes"], compiled["registers"]
     unit = hardware.register_allocation_unit
     warps_by_registers = np.floor(hardware.registers_per_sm / (np.ceil(32 * registers / unit) * unit))
@@ -193,7 +244,7 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
         compiled["cp_async"], compiled["scalar_global_loads"], compiled["wgmma"], compiled["mma_sync"],
     ]
     matrix = np.empty((rows, len(problem) + space.width + len(interaction)))
-    matrix[:, len(problem):len(problem) + space.width] = encode_columns(space, values)
+    matrix[:, len(problem):len(problem) + space.width] = encoded
     for position, column in zip([*range(len(problem)), *range(len(problem) + space.width, matrix.shape[1])],
                                 [*problem, *interaction]):
         matrix[:, position] = column  # broadcasts a column of one shape's or one config's value

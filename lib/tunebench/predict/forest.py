@@ -11,30 +11,49 @@ from typing import Any
 import numpy as np
 
 
+def _sibling_order(nodes: np.ndarray) -> np.ndarray:
+    """A tree's node indices in breadth-first order, so that every split node's two children sit side by side (left
+    first): in that order a node's right child is its left child's position plus one."""
+    order = [0]
+    for node in order:  # grows while it is walked
+        if not nodes["is_leaf"][node]:
+            order += [int(nodes["left"][node]), int(nodes["right"][node])]
+    return np.array(order, dtype=np.int64)
+
+
 class CompiledForest:
     """The trees of a fitted HistGradientBoostingRegressor (or binary classifier) as flat arrays, evaluated level by
     level with numpy over every (row, tree) pair at once. Exactly the regressor's predictions (the classifier's
     `decision_function`) for inputs without NaN (tests check). Reads sklearn's private `_predictors` and
-    `_baseline_prediction`: the equality tests guard a change of version."""
+    `_baseline_prediction`: the equality tests guard a change of version.
+
+    Nodes are stored breadth first per tree, children side by side, so a step is `node = left[node] + go_right`;
+    a leaf is its own left child with an infinite threshold, so rows that reached one stay there."""
 
     def __init__(self, model: Any) -> None:
-        trees = [predictors[0].nodes for predictors in model._predictors]
-        sizes = np.array([len(nodes) for nodes in trees])
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        nodes = np.concatenate(trees)
-        base = np.repeat(offsets, sizes)
-        leaf = nodes["is_leaf"].astype(bool)
-        if nodes["is_categorical"].any():
-            raise ValueError("categorical splits are not supported by the compiled forest")
-        index = np.arange(len(nodes))
-        left = np.where(leaf, index, nodes["left"].astype(np.int64) + base)
-        right = np.where(leaf, index, nodes["right"].astype(np.int64) + base)
-        self.roots = offsets.astype(np.int64)
-        self.feature = nodes["feature_idx"].astype(np.int64)
-        self.threshold = np.where(leaf, np.inf, nodes["num_threshold"])
-        self.children = np.column_stack([left, right]).ravel()  # 2 * node + (go right)
-        self.value = nodes["value"].astype(np.float64)
-        self.depth = int(nodes["depth"].max())
+        features, thresholds, lefts, values, roots = [], [], [], [], []
+        start = 0
+        for predictors in model._predictors:
+            nodes = predictors[0].nodes
+            if nodes["is_categorical"].any():
+                raise ValueError("categorical splits are not supported by the compiled forest")
+            order = _sibling_order(nodes)
+            position = np.empty(len(nodes), dtype=np.int64)
+            position[order] = start + np.arange(len(order))
+            tree = nodes[order]
+            leaf = tree["is_leaf"].astype(bool)
+            features.append(np.where(leaf, 0, tree["feature_idx"]))
+            thresholds.append(np.where(leaf, np.inf, tree["num_threshold"]))
+            lefts.append(np.where(leaf, position[order], position[np.where(leaf, 0, tree["left"])]))
+            values.append(tree["value"])
+            roots.append(start)
+            start += len(order)
+        self.roots = np.array(roots, dtype=np.intp)
+        self.feature = np.concatenate(features).astype(np.intp)
+        self.threshold = np.concatenate(thresholds).astype(np.float64)
+        self.left = np.concatenate(lefts).astype(np.intp)
+        self.value = np.concatenate(values).astype(np.float64)
+        self.depth = int(max(predictors[0].nodes["depth"].max() for predictors in model._predictors))
         self.baseline = float(np.asarray(model._baseline_prediction).ravel()[0])
         self.n_features = int(model.n_features_in_)
 
@@ -42,9 +61,8 @@ class CompiledForest:
         matrix = np.ascontiguousarray(matrix, dtype=np.float64)
         rows = matrix.shape[0]
         flat = matrix.ravel()
-        row_start = np.repeat(np.arange(rows) * self.n_features, len(self.roots))
+        row_start = np.repeat(np.arange(0, rows * self.n_features, self.n_features), len(self.roots))
         node = np.tile(self.roots, rows)
         for _ in range(self.depth):
-            go_right = flat[row_start + self.feature[node]] > self.threshold[node]
-            node = self.children[2 * node + go_right]
+            node = self.left[node] + (flat[row_start + self.feature[node]] > self.threshold[node])
         return self.value[node].reshape(rows, len(self.roots)).sum(axis=1) + self.baseline

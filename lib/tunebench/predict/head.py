@@ -9,6 +9,7 @@ head score is its summed win probability. `select_head` sizes and fits it on the
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
@@ -71,11 +72,20 @@ def head_lists(scores: np.ndarray, features: np.ndarray, latency_ms: np.ndarray,
                      np.take_along_axis(weight, order, axis=1), best)
 
 
+@functools.lru_cache(maxsize=64)
+def _pairs(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The positions i and j of every pair i < j of `size` listed candidates (read-only: they are shared)."""
+    first, second = np.triu_indices(size, 1)
+    first.setflags(write=False)
+    second.setflags(write=False)
+    return first, second
+
+
 def pair_features(rows: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(shapes, pairs, features + 1): for each pair (i < j) of a shape's listed candidates, row i minus row j, with
     the first-stage score appended; and the pairs' i and j."""
     listed = np.concatenate([rows, scores[..., None]], axis=-1)
-    first, second = np.triu_indices(listed.shape[1], 1)
+    first, second = _pairs(listed.shape[1])
     return listed[:, first] - listed[:, second], first, second
 
 
@@ -86,6 +96,12 @@ class PairwiseHead:
         self.model = model
         self.settings = settings
         self.forest = CompiledForest(model)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"model": self.model, "settings": self.settings}  # the compiled trees are rebuilt, never stored
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["model"], state["settings"])
 
     def wins(self, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """(shapes, k) summed probabilities of beating each other listed candidate; rows (shapes, k, features) and

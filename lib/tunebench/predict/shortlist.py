@@ -59,10 +59,11 @@ class GridShortlist:
         above (one where the shape is on the grid; the edge outside it), at the shape's classes of N and K."""
         log2_shape = np.log2(np.asarray(shape, dtype=np.float64))
         per_axis = []
-        for axis, value in zip(self.axes, log2_shape):
-            below = np.clip(np.searchsorted(axis, value, side="right") - 1, 0, len(axis) - 1)
-            above = np.clip(np.searchsorted(axis, value, side="left"), 0, len(axis) - 1)
-            per_axis.append(sorted({int(below), int(above)}))
+        for axis, value in zip(self.axes, log2_shape.tolist()):
+            last = len(axis) - 1
+            below = min(max(int(axis.searchsorted(value, side="right")) - 1, 0), last)
+            above = min(int(axis.searchsorted(value, side="left")), last)
+            per_axis.append(sorted({below, above}))
         classes = [CLASSES.index(int(value)) for value in divisibility(np.asarray(shape[1:]))]
         return np.array([(*point, *classes) for point in itertools.product(*per_axis)], dtype=np.int64)
 

@@ -1,0 +1,80 @@
+"""The deployed dispatcher's cost per call: `best_config(shape)` of the saved predictor, timed on every shape it was
+trained on, in several passes, alone in its process on one thread; writes results/config_prediction/dispatch_latency.md.
+
+Each shape's latency is the median of `protocol.DISPATCH_REPEATS` calls; a pass reports the median, 90th percentile
+and max over the shapes. The long benchmark (`config_prediction.py`) times the dispatcher once, in the middle of a run
+that may share the machine; this script is the quiet measurement that the README quotes.
+
+Run: `.venv/bin/python benchmarks/dispatch_latency.py` (about a minute here; `--passes`, `--predictor`, `--out`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+from tqdm import tqdm
+
+from tunebench.files import write_text_atomically
+from tunebench.predict import load_predictor
+from tunebench.predict.protocol import DISPATCH_REPEATS, dispatch_latency_ms
+from tunebench.tables import markdown_table
+
+REPO = Path(__file__).resolve().parents[1]
+PREDICTOR = REPO / "results" / "config_prediction" / "matmul_bfloat16_h100.predictor"
+OUT = REPO / "results" / "config_prediction" / "dispatch_latency.md"
+TARGET_MS = 1.0  # the issue's bound on best_config
+
+
+def commit() -> str:
+    """The repository's HEAD commit, with "+changes" when the working tree differs from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    return git("rev-parse", "--short", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no")
+                                                  else "")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--predictor", type=Path, default=PREDICTOR)
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    if args.passes < 1:
+        parser.error(f"--passes must be at least 1, got {args.passes}")
+    predictor = load_predictor(args.predictor)
+    shapes = [tuple(shape) for shape in predictor.header["training"]["shapes"]]
+    rows = []
+    with threadpool_limits(1):
+        sizes = np.array([len(predictor.shortlist.for_shape(shape)) for shape in shapes])
+        for shape in shapes[:50]:  # warm-up: first calls pay for imports and caches
+            predictor.best_config(shape)
+        for number in range(1, args.passes + 1):
+            latency = np.array([dispatch_latency_ms(predictor, shape)
+                                for shape in tqdm(shapes, desc=f"pass {number}", leave=False)])
+            rows.append({"pass": number, "median_ms": np.median(latency), "p90_ms": np.percentile(latency, 90),
+                         "max_ms": latency.max(), f"shapes_over_{TARGET_MS:g}_ms": int((latency > TARGET_MS).sum())})
+    table = markdown_table(pd.DataFrame(rows), "{:.3f}")
+    command = "$ .venv/bin/python benchmarks/dispatch_latency.py " + " ".join(sys.argv[1:])
+    text = (f"# Dispatcher latency: `best_config` of the deployed predictor\n\n"
+            f"{command}\n\n"
+            f"Predictor `{args.predictor.name}`, {len(shapes)} shapes (its training shapes), each the median of "
+            f"{DISPATCH_REPEATS} calls, one thread; shortlist of {np.median(sizes):.0f} candidates at the median, "
+            f"{sizes.max()} at most. Commit {commit()}, {platform.processor() or platform.machine()} "
+            f"({os.cpu_count()} cores), Python {platform.python_version()}, numpy {np.__version__}, "
+            f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}.\n\n{table}\n")
+    write_text_atomically(args.out, text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
