@@ -52,7 +52,7 @@ def test_the_both_hinted_draw_hints_n_and_k_and_is_new():
 def test_the_narrow_hinted_draw_has_n_and_k_odd_multiples_of_2_or_4_and_is_new():
     lines = run_script("narrow_hinted_shapes.py").stdout.split()
     shapes = [tuple(int(size) for size in shape.split("x")) for line in lines for shape in line.split(",")]
-    assert len(shapes) == len(set(shapes)) == 64
+    assert len(shapes) == len(set(shapes)) == 128
     assert all(gcd(n, 16) in (2, 4) and gcd(k, 16) in (2, 4) for _, n, k in shapes)
     assert not set(shapes) & (set(matmul.DATASET_SHAPES) | set(matmul.PREDICTION_SHAPES[:569]))
 
