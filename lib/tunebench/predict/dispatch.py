@@ -241,9 +241,9 @@ def save_predictor(predictor: Predictor, path: str | os.PathLike[str]) -> None:
     """Write the predictor atomically: the magic line, a JSON header line, then the model, shortlist, compiled
     resources, neighbour correction and head, pickled and zlib-compressed."""
     path = Path(path)
-    payload = zlib.compress(pickle.dumps({"model": predictor.ranker.model_, "shortlist": predictor.shortlist,
-                            "resources": predictor.resources, "correction": predictor.correction,
-                            "head": predictor.head}), PAYLOAD_COMPRESSION_LEVEL)
+    content = {"model": predictor.ranker.model_, "shortlist": predictor.shortlist, "resources": predictor.resources,
+               "correction": predictor.correction, "head": predictor.head}
+    payload = zlib.compress(pickle.dumps(content), PAYLOAD_COMPRESSION_LEVEL)
     header = json.dumps(_header(predictor, payload), sort_keys=True).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
