@@ -1,0 +1,125 @@
+"""A held-out check decided before it is measured: the deployed predictor's picks for the real-model projection shapes
+(`model_projection_shapes.py`) are frozen in a file first, and scored once the GPU has measured every candidate.
+
+Freeze (CPU, seconds): `.venv/bin/python benchmarks/preregistered_picks.py freeze`, which writes
+results/config_prediction/preregistered_picks.csv and its .provenance.json (the predictor's sha256). Score (once the
+shapes are in the dataset): `.venv/bin/python benchmarks/preregistered_picks.py score`, which writes
+results/config_prediction/preregistered.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from model_projection_shapes import BATCH, draw, narrow_hinted_draw_end
+from tunebench.files import write_text_atomically
+from tunebench.kernels import matmul
+from tunebench.measure.dataset import load_dataset
+from tunebench.predict import load_predictor
+from tunebench.tables import markdown_table
+
+REPO = Path(__file__).resolve().parents[1]
+PREDICTOR = REPO / "results" / "config_prediction" / "matmul_bfloat16_h100.predictor"
+DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h100_prediction.parquet"
+PICKS = REPO / "results" / "config_prediction" / "preregistered_picks.csv"
+REPORT = REPO / "results" / "config_prediction" / "preregistered.md"
+TOP_K = 10  # the list "top 10 timed" keeps its fastest of
+
+
+def config_text(config: dict[str, int]) -> str:
+    return ",".join(str(value) for value in config.values())
+
+
+def freeze(predictor_path: Path, out: Path) -> None:
+    """Write every drawn shape's `best_config` and full-ranking top TOP_K, with the predictor's hash beside them."""
+    predictor = load_predictor(predictor_path)
+    trained_on = {tuple(shape) for shape in predictor.header["training"]["shapes"]}
+    shapes = draw(set(matmul.PREDICTION_SHAPES[:narrow_hinted_draw_end()]) | set(matmul.DATASET_SHAPES))
+    if trained_on & set(shapes):
+        raise SystemExit(f"the predictor was trained on drawn shapes {sorted(trained_on & set(shapes))}")
+    rows = [{"M": m, "N": n, "K": k, "batch": position // BATCH, "best_config": config_text(predictor.best_config(
+        (m, n, k))), "top10_configs": ";".join(config_text(config) for config in predictor.top_configs((m, n, k),
+                                                                                                       TOP_K))}
+            for position, (m, n, k) in enumerate(shapes)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(out, pd.DataFrame(rows).to_csv(index=False))
+    provenance = {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(),
+                  "predictor": predictor_path.name,
+                  "predictor_sha256": hashlib.sha256(predictor_path.read_bytes()).hexdigest(),
+                  "predictor_training_shapes": len(trained_on), "config_order": list(predictor.space.names)}
+    write_text_atomically(out.with_suffix(".provenance.json"), json.dumps(provenance, indent=1) + "\n")
+    print(f"froze {len(rows)} shapes' picks in {out}")
+
+
+def score(picks_path: Path, dataset_path: Path, out: Path) -> None:
+    """Efficiency of the frozen picks against the measured best of every shape the dataset now has."""
+    picks = pd.read_csv(picks_path)
+    provenance = json.loads(picks_path.with_suffix(".provenance.json").read_text())
+    dataset = load_dataset(dataset_path)
+    measured = set(dataset.shapes())
+    names = list(dataset.parameter_names)
+    rows = []
+    for pick in picks.itertuples(index=False):
+        shape = (pick.M, pick.N, pick.K)
+        if shape not in measured:
+            continue
+        task = dataset.task(shape)
+        latency = {",".join(str(value) for value in key): ms
+                   for key, ms in zip(task[names].itertuples(index=False, name=None), task["latency_ms"])}
+        best = dataset.optimum_ms(shape)
+        top = [latency[config] for config in pick.top10_configs.split(";")]
+        vendor = dataset.vendor_ms(shape)
+        rows.append({"M": pick.M, "N": pick.N, "K": pick.K, "best_config": best / latency[pick.best_config],
+                     "top 1": best / top[0], "top 10 timed": best / min(top),
+                     "cuBLAS / pick": np.nan if vendor is None else vendor / latency[pick.best_config]})
+    if not rows:
+        raise SystemExit(f"none of the {len(picks)} frozen shapes is measured in {dataset_path}")
+    frame = pd.DataFrame(rows)
+    summary = [{"pick": column, "mean": f"{frame[column].mean():.2%}",
+                "P10": f"{np.percentile(frame[column], 10):.2%}", "min": f"{frame[column].min():.2%}",
+                "median": f"{frame[column].median():.2%}"} for column in ("best_config", "top 1", "top 10 timed")]
+    worst = frame.sort_values("best_config").head(10)
+    text = f"""# Predictions frozen before measurement: real-model projection shapes
+
+Command: `.venv/bin/python benchmarks/preregistered_picks.py score`. Picks frozen by `{provenance['command']}` on
+{provenance['date'][:10]} with `{provenance['predictor']}` (sha256 {provenance['predictor_sha256'][:16]}..., trained on
+{provenance['predictor_training_shapes']} shapes), before any of these shapes was measured; scored against
+`{dataset_path.name}`: {len(frame)} of the {len(picks)} drawn shapes measured. Efficiency = the shape's measured best
+latency / the pick's; "top 10 timed" keeps the fastest of the frozen top 10 (10 measurements, not pure prediction).
+The pick's speed against cuBLAS on the same bench: median {frame['cuBLAS / pick'].median():.3f}x, faster on
+{int((frame['cuBLAS / pick'] > 1).sum())} of {len(frame)}.
+
+{markdown_table(pd.DataFrame(summary))}
+
+The 10 lowest (`best_config`):
+
+{markdown_table(worst.round(4))}
+"""
+    write_text_atomically(out, text)
+    print(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=("freeze", "score"))
+    parser.add_argument("--predictor", type=Path, default=PREDICTOR)
+    parser.add_argument("--picks", type=Path, default=PICKS)
+    parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--out", type=Path, default=REPORT)
+    args = parser.parse_args()
+    if args.action == "freeze":
+        freeze(args.predictor, args.picks)
+    else:
+        score(args.picks, args.dataset, args.out)
+
+
+if __name__ == "__main__":
+    main()
