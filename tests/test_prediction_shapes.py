@@ -1,6 +1,6 @@
 """The prediction datasets' shapes against the seeded draws that made them (benchmarks/hinted_shapes.py,
-benchmarks/odd_shapes.py, benchmarks/both_hinted_shapes.py, benchmarks/narrow_hinted_shapes.py and, for the H200
-transfer set, benchmarks/h200_shapes.py): the list in kernels/matmul.py must be what the draws give, in measured
+benchmarks/odd_shapes.py, benchmarks/both_hinted_shapes.py, benchmarks/narrow_hinted_shapes.py,
+benchmarks/model_projection_shapes.py and, for the H200 transfer set, benchmarks/h200_shapes.py): the list in kernels/matmul.py must be what the draws give, in measured
 order."""
 
 import os
@@ -25,7 +25,7 @@ def run_script(name: str, *arguments: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("arguments", [("hinted_shapes.py",), ("odd_shapes.py", "--check"),
                                        ("both_hinted_shapes.py", "--check"), ("narrow_hinted_shapes.py", "--check"),
-                                       ("h200_shapes.py", "--check")])
+                                       ("model_projection_shapes.py", "--check"), ("h200_shapes.py", "--check")])
 def test_the_listed_shapes_are_the_seeded_draws(arguments):
     completed = run_script(*arguments)
     assert completed.returncode == 0, completed.stdout + completed.stderr
@@ -55,6 +55,21 @@ def test_the_narrow_hinted_draw_has_n_and_k_odd_multiples_of_2_or_4_and_is_new()
     assert len(shapes) == len(set(shapes)) == 128
     assert all(gcd(n, 16) in (2, 4) and gcd(k, 16) in (2, 4) for _, n, k in shapes)
     assert not set(shapes) & (set(matmul.DATASET_SHAPES) | set(matmul.PREDICTION_SHAPES[:569]))
+
+
+def test_the_model_projection_draw_is_real_layers_and_new():
+    sys.path.insert(0, str(REPOSITORY / "benchmarks"))
+    import model_projection_shapes as draw
+
+    layers = {draw.projection_nk(model, projection, degree) for model in draw.MODELS
+              for projection in draw.PROJECTIONS for degree in draw.TENSOR_PARALLEL} - {None}
+    assert draw.projection_nk("Llama-3.1-8B", "qkv", 1) == (6144, 4096)  # (32 + 2 x 8) heads of 128
+    assert draw.projection_nk("Qwen2.5-7B", "down", 4) == (3584, 4736)  # row parallel: K = 18944 / 4
+    lines = run_script("model_projection_shapes.py").stdout.split()
+    shapes = [tuple(int(size) for size in shape.split("x")) for line in lines for shape in line.split(",")]
+    assert len(shapes) == len(set(shapes)) == draw.COUNT
+    assert all((n, k) in layers and 1 <= m <= 8192 for m, n, k in shapes)
+    assert not set(shapes) & (set(matmul.DATASET_SHAPES) | set(matmul.PREDICTION_SHAPES[:697]))
 
 
 def test_the_h200_draw_is_balanced_and_new():
