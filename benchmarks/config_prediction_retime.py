@@ -133,12 +133,12 @@ Command: `{provenance['command']}` on {provenance['gpu_name']} (Triton {provenan
 {provenance['date']}; a run stopped by `--stop-after-s` resumes from the journal, `{Path(args.journal).name}`); summary:
 `.venv/bin/python {' '.join(sys.argv)}`.
 
-{len(table)} held-out shapes{rows_note}; per shape {RECORDED_FASTEST} recorded fastest candidates, the `selected` model's out-of-fold
+{len(table)} held-out shapes{rows_note}; per shape {RECORDED_FASTEST} recorded fastest candidates, the model's
 top {TOP_K} and the dispatcher's pick (median {table['configs timed'].median():.0f} configs), timed in {rounds} interleaved
 rounds (configs shuffled per round). Round 0 is the sitting in which "top {TOP_K} timed" picks its fastest; every
 efficiency is judged on the median of rounds 1 to {rounds - 1}: fastest median in the set / the pick's median. The
-picks are those of `{picks.name}` (out of fold, GroupKFold by shape), the `per_shape.csv` of the replay run that
-chose them. "(replay)" rows judge the same picks by the recorded dataset, as benchmarks/config_prediction.py does.
+picks are those of `{picks.name}`, each made by a model that never saw the shape (out of fold, GroupKFold by shape,
+or frozen before the shape was measured). "(replay)" rows judge the same picks by the recorded dataset, as benchmarks/config_prediction.py does.
 "recorded best" is the replay's measured best, judged here.
 
 {markdown_table(summary)}

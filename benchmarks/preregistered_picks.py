@@ -4,7 +4,8 @@
 Freeze (CPU, seconds): `.venv/bin/python benchmarks/preregistered_picks.py freeze`, which writes
 results/config_prediction/preregistered_picks.csv and its .provenance.json (the predictor's sha256). Score (once the
 shapes are in the dataset): `.venv/bin/python benchmarks/preregistered_picks.py score`, which writes
-results/config_prediction/preregistered.md.
+results/config_prediction/preregistered.md and, for `config_prediction_retime.py measure --per-shape`,
+preregistered_per_shape.csv.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ PREDICTOR = REPO / "results" / "config_prediction" / "matmul_bfloat16_h100.predi
 DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h100_prediction.parquet"
 PICKS = REPO / "results" / "config_prediction" / "preregistered_picks.csv"
 REPORT = REPO / "results" / "config_prediction" / "preregistered.md"
+PER_SHAPE = REPO / "results" / "config_prediction" / "preregistered_per_shape.csv"
 TOP_K = 10  # the list "top 10 timed" keeps its fastest of
 
 
@@ -59,14 +61,17 @@ def freeze(predictor_path: Path, out: Path) -> None:
     print(f"froze {len(rows)} shapes' picks in {out}")
 
 
-def score(picks_path: Path, dataset_path: Path, out: Path) -> None:
-    """Efficiency of the frozen picks against the measured best of every shape the dataset now has."""
+def score(picks_path: Path, dataset_path: Path, out: Path, per_shape_out: Path) -> None:
+    """Efficiency of the frozen picks against the measured best of every shape the dataset now has; the picks and
+    their replay efficiencies also go to `per_shape_out` in the columns of config_prediction.py's per_shape.csv that
+    the re-timing reads (`predicted_config` is the full ranking's first, `dispatcher_config` the frozen
+    `best_config`)."""
     picks = pd.read_csv(picks_path)
     provenance = json.loads(picks_path.with_suffix(".provenance.json").read_text())
     dataset = load_dataset(dataset_path)
     measured = set(dataset.shapes())
     names = list(dataset.parameter_names)
-    rows = []
+    rows, retime_rows = [], []
     for pick in picks.itertuples(index=False):
         shape = (pick.M, pick.N, pick.K)
         if shape not in measured:
@@ -75,11 +80,16 @@ def score(picks_path: Path, dataset_path: Path, out: Path) -> None:
         latency = {",".join(str(value) for value in key): ms
                    for key, ms in zip(task[names].itertuples(index=False, name=None), task["latency_ms"])}
         best = dataset.optimum_ms(shape)
-        top = [latency[config] for config in pick.top10_configs.split(";")]
-        vendor = dataset.vendor_ms(shape)
+        top_configs = pick.top10_configs.split(";")
+        top = [latency[config] for config in top_configs]
+        vendor = np.nan if dataset.vendor_ms(shape) is None else dataset.vendor_ms(shape)
         rows.append({"M": pick.M, "N": pick.N, "K": pick.K, "best_config": best / latency[pick.best_config],
                      "top 1": best / top[0], "top 10 timed": best / min(top),
-                     "cuBLAS / pick": np.nan if vendor is None else vendor / latency[pick.best_config]})
+                     "cuBLAS / pick": vendor / latency[pick.best_config], "cuBLAS / best": vendor / best})
+        retime_rows.append({"M": pick.M, "N": pick.N, "K": pick.K, "predicted_config": top_configs[0],
+                            "dispatcher_config": pick.best_config,
+                            "best_config": min(latency, key=latency.get), "top10_configs": pick.top10_configs,
+                            "selected_efficiency": best / top[0], "selected_top10_timed_efficiency": best / min(top)})
     if not rows:
         raise SystemExit(f"none of the {len(picks)} frozen shapes is measured in {dataset_path}")
     frame = pd.DataFrame(rows)
@@ -94,8 +104,9 @@ Command: `.venv/bin/python benchmarks/preregistered_picks.py score`. Picks froze
 {provenance['predictor_training_shapes']} shapes), before any of these shapes was measured; scored against
 `{dataset_path.name}`: {len(frame)} of the {len(picks)} drawn shapes measured. Efficiency = the shape's measured best
 latency / the pick's; "top 10 timed" keeps the fastest of the frozen top 10 (10 measurements, not pure prediction).
-The pick's speed against cuBLAS on the same bench: median {frame['cuBLAS / pick'].median():.3f}x, faster on
-{int((frame['cuBLAS / pick'] > 1).sum())} of {len(frame)}.
+Against cuBLAS on the same bench (cuBLAS latency / the config's): the pick median
+{frame['cuBLAS / pick'].median():.3f}x, faster on {int((frame['cuBLAS / pick'] > 1).sum())} of {len(frame)}; the measured
+best candidate median {frame['cuBLAS / best'].median():.3f}x, faster on {int((frame['cuBLAS / best'] > 1).sum())}.
 
 {markdown_table(pd.DataFrame(summary))}
 
@@ -104,6 +115,7 @@ The 10 lowest (`best_config`):
 {markdown_table(worst.round(4))}
 """
     write_text_atomically(out, text)
+    write_text_atomically(per_shape_out, pd.DataFrame(retime_rows).to_csv(index=False))
     print(text)
 
 
@@ -114,11 +126,12 @@ def main() -> None:
     parser.add_argument("--picks", type=Path, default=PICKS)
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--out", type=Path, default=REPORT)
+    parser.add_argument("--per-shape-out", type=Path, default=PER_SHAPE)
     args = parser.parse_args()
     if args.action == "freeze":
         freeze(args.predictor, args.picks)
     else:
-        score(args.picks, args.dataset, args.out)
+        score(args.picks, args.dataset, args.out, args.per_shape_out)
 
 
 if __name__ == "__main__":
