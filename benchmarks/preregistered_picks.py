@@ -1,8 +1,9 @@
 """A held-out check decided before it is measured: the deployed predictor's picks for the real-model projection shapes
 (`model_projection_shapes.py`) are frozen in a file first, and scored once the GPU has measured every candidate.
 
-Freeze (CPU, seconds): `.venv/bin/python benchmarks/preregistered_picks.py freeze`, which writes
-results/config_prediction/preregistered_picks.csv and its .provenance.json (the predictor's sha256). Score (once the
+Freeze (CPU, seconds): `.venv/bin/python benchmarks/preregistered_picks.py freeze --picks P`, which writes the picks
+for the drawn shapes not yet measured to P (never over an existing file) and its .provenance.json (the predictor's
+sha256). Score (once the
 shapes are in the dataset): `.venv/bin/python benchmarks/preregistered_picks.py score`, which writes
 results/config_prediction/preregistered.md and, for `config_prediction_retime.py measure --per-shape`,
 preregistered_per_shape.csv.
@@ -41,16 +42,21 @@ def config_text(config: dict[str, int]) -> str:
 
 
 def freeze(predictor_path: Path, out: Path) -> None:
-    """Write every drawn shape's `best_config` and full-ranking top TOP_K, with the predictor's hash beside them."""
+    """Write the `best_config` and full-ranking top TOP_K of every drawn shape not yet in `matmul.PREDICTION_SHAPES`
+    (not measured), with the predictor's hash beside them; refuses if the predictor was trained on any of them."""
+    if out.exists():
+        raise SystemExit(f"{out} exists: frozen picks are never overwritten; name another --picks file")
     predictor = load_predictor(predictor_path)
     trained_on = {tuple(shape) for shape in predictor.header["training"]["shapes"]}
-    shapes = draw(set(matmul.PREDICTION_SHAPES[:narrow_hinted_draw_end()]) | set(matmul.DATASET_SHAPES))
-    if trained_on & set(shapes):
-        raise SystemExit(f"the predictor was trained on drawn shapes {sorted(trained_on & set(shapes))}")
+    drawn = draw(set(matmul.PREDICTION_SHAPES[:narrow_hinted_draw_end()]) | set(matmul.DATASET_SHAPES))
+    shapes = [(position, shape) for position, shape in enumerate(drawn) if shape not in matmul.PREDICTION_SHAPES]
+    seen = sorted(trained_on & {shape for _, shape in shapes})
+    if seen:
+        raise SystemExit(f"the predictor was trained on drawn shapes {seen}")
     rows = [{"M": m, "N": n, "K": k, "batch": position // BATCH, "best_config": config_text(predictor.best_config(
         (m, n, k))), "top10_configs": ";".join(config_text(config) for config in predictor.top_configs((m, n, k),
                                                                                                        TOP_K))}
-            for position, (m, n, k) in enumerate(shapes)]
+            for position, (m, n, k) in shapes]
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(out, pd.DataFrame(rows).to_csv(index=False))
     provenance = {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(),
@@ -105,8 +111,8 @@ Command: `.venv/bin/python benchmarks/preregistered_picks.py score`. Picks froze
 `{dataset_path.name}`: {len(frame)} of the {len(picks)} drawn shapes measured. Efficiency = the shape's measured best
 latency / the pick's; "top 10 timed" keeps the fastest of the frozen top 10 (10 measurements, not pure prediction).
 Against cuBLAS on the same bench (cuBLAS latency / the config's): the pick median
-{frame['cuBLAS / pick'].median():.3f}x, faster on {int((frame['cuBLAS / pick'] > 1).sum())} of {len(frame)}; the measured
-best candidate median {frame['cuBLAS / best'].median():.3f}x, faster on {int((frame['cuBLAS / best'] > 1).sum())}.
+{frame['cuBLAS / pick'].median():.3f}x, faster on {int((frame['cuBLAS / pick'] > 1).sum())} of {len(frame)}; the
+measured best candidate median {frame['cuBLAS / best'].median():.3f}x, faster on {int((frame['cuBLAS / best'] > 1).sum())}.
 
 {markdown_table(pd.DataFrame(summary))}
 

@@ -1,7 +1,7 @@
 """The prediction datasets' shapes against the seeded draws that made them (benchmarks/hinted_shapes.py,
 benchmarks/odd_shapes.py, benchmarks/both_hinted_shapes.py, benchmarks/narrow_hinted_shapes.py,
-benchmarks/model_projection_shapes.py and, for the H200 transfer set, benchmarks/h200_shapes.py): the list in kernels/matmul.py must be what the draws give, in measured
-order."""
+benchmarks/model_projection_shapes.py and, for the H200 transfer set, benchmarks/h200_shapes.py): the list in
+kernels/matmul.py must be what the draws give, in measured order."""
 
 import os
 import subprocess
