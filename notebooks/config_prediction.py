@@ -50,7 +50,7 @@ trace_strategy = "lfbo"  # the inner strategy of the traced searches
 seeds_k = 10  # the model's top configs the warm start measures first
 budget = 150  # unique evaluations per traced search
 cdf_from = 0.6  # left end of the efficiency axis
-retime_journal = "results/config_prediction/retime_h100_odd96.csv"  # side-by-side re-timing (picks beside it, .picks.csv)
+retime_journal = "results/config_prediction/retime_h100_preregistered.csv"  # side-by-side re-timing (picks beside it, .picks.csv)
 
 # %%
 recorded = open_dataset(resolve_dataset(dataset))
@@ -85,11 +85,12 @@ plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, 
 # The replay above judges a pick against the minimum of 600 timings from one sitting. Here each shape's picks and its
 # recorded 20 fastest candidates were timed again together on the GPU, in interleaved rounds
 # (`benchmarks/config_prediction_retime.py`): "top 10 timed" keeps its fastest in round 0, and every pick is judged on
-# the median of the later rounds against the fastest of the set. The picks are those frozen with the timings: the
-# out-of-fold picks of the run they were timed for: by default those of the model trained on 441 shapes (before the
-# last 64 odd shapes, and with the dispatcher's earlier shortlist, the nearest training shapes' top lists), on the 96
-# odd shapes it added. `retime_h100_hinted96.csv` holds the 345-shape model's picks on its 96 hinted shapes;
-# `retime_h100_new96.csv` and `retime_h100.csv` earlier models' picks, timed before the kernel had alignment hints.
+# the median of the later rounds against the fastest of the set. The picks are those frozen with the timings: by
+# default the deployed 697-shape predictor's, frozen before the 96 real-model projection shapes were measured
+# (`benchmarks/preregistered_picks.py`). Other journals hold out-of-fold picks of earlier runs on the shapes each
+# added: `retime_h100_odd96.csv` the 441-shape model's on its 96 odd shapes, `retime_h100_hinted96.csv` the
+# 345-shape model's on its 96 hinted ones, `retime_h100_narrow64.csv` the 633-shape pipeline's; `retime_h100_new96.csv`
+# and `retime_h100.csv` earlier models' picks, timed before the kernel had alignment hints.
 
 # %%
 retimed = retimed_efficiency(pd.read_csv(repo_path(retime_journal)),
