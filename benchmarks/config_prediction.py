@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
+from tqdm import tqdm
 
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
@@ -218,6 +219,7 @@ def main() -> int:
     data = training_data(dataset, resources)
     latency = data.latency_ms.reshape(len(data.shapes), -1)
     count = len(data.candidates)
+    print(f"cross-validating on {len(data.shapes)} shapes x {len(data.candidates)} candidates", flush=True)
     cv = cross_validate(data, workers=args.workers)
     cv_s = time.perf_counter() - started
 
@@ -270,6 +272,7 @@ def main() -> int:
     agreement = float(np.mean(cv.dispatched(SELECTED) == np.argmax(cv.scores(SELECTED), axis=1)))
 
     # -- the deployed predictor: trained on every shape, objective and settings chosen on inner splits -------
+    print("fitting the deployed predictor on every shape", flush=True)
     fit_started = time.perf_counter()
     with threadpool_limits(1):
         candidates = [select_ranker(data, np.arange(len(data.shapes)), objective) for objective in OBJECTIVES]
@@ -304,7 +307,8 @@ def main() -> int:
                     jobs.append((str(args.dataset), shape, strategy, variant, seeds, seed))
     search_started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        runs = pd.DataFrame(list(pool.map(search_run, *zip(*jobs), chunksize=4)))
+        runs = pd.DataFrame(list(tqdm(pool.map(search_run, *zip(*jobs), chunksize=4), total=len(jobs),
+                                      desc="warm-start searches", unit="run", mininterval=5.0)))
     search_s = time.perf_counter() - search_started
     runs.to_csv(args.out / "warm_start.csv", index=False)
     warm_rows = []
@@ -357,6 +361,7 @@ def main() -> int:
     if args.transfer_dataset.is_file():
         target_dataset = load_dataset(args.transfer_dataset, kernel=data.kernel)
         target = training_data(target_dataset, resources)
+        print(f"transfer to {target.gpu}", flush=True)
         with threadpool_limits(1):
             transfer = transfer_efficiency(data, target, settings, TRANSFER_ADDED_SHAPES, N_SPLITS)
         transfer.to_csv(args.out / "transfer.csv", index=False)

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+from tqdm import tqdm
 
 from tunebench.predict.dispatch import Predictor, fit_predictor
 from tunebench.predict.evaluation import grouped_folds
@@ -132,17 +133,19 @@ def dispatch_latency_ms(predictor: Predictor, shape: Sequence[int], repeats: int
 
 
 def cross_validate(data: TrainingData, objectives: Sequence[str] = OBJECTIVES, n_splits: int = N_SPLITS,
-                   seed: int = 0, workers: int = 1) -> CrossValidation:
-    """Every objective on every outer fold (in `workers` processes, one thread each), plus SELECTED: per fold, the
-    objective whose tuned settings scored the higher mean efficiency on the inner validation shapes."""
+                   seed: int = 0, workers: int = 1, progress: bool = True) -> CrossValidation:
+    """Every objective on every outer fold (in `workers` processes, one thread each; a progress bar per fold done),
+    plus SELECTED: per fold, the objective whose tuned settings scored the higher mean efficiency on the inner
+    validation shapes."""
     folds = grouped_folds(data.group, n_splits)
     jobs = [(data, fold, train, test, objective, seed) for objective in objectives
             for fold, (train, test) in enumerate(folds)]
+    bar = {"total": len(jobs), "desc": "outer folds x objectives", "unit": "fit", "disable": not progress}
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(score_fold, *zip(*jobs)))
+            results = list(tqdm(pool.map(score_fold, *zip(*jobs)), **bar))
     else:
-        results = [score_fold(*job) for job in jobs]
+        results = [score_fold(*job) for job in tqdm(jobs, **bar)]
     result = CrossValidation(data, folds)
     for objective in objectives:
         result.outcomes[objective] = [outcome for outcome in results if outcome.objective == objective]
