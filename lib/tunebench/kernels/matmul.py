@@ -65,10 +65,11 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 96 (2026-11-25) are real models' linear layers, a held-out check whose picks were frozen before they were
-# measured: `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5,
-# Gemma-2, Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M
-# log-uniform in [1, 8192]; measured from three journals, listed in draw order. `--check` checks them.
+# The last 144 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
+# Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
+# in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
+# next 48 (2026-11-26, one journal) the 793-shape one. `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -206,6 +207,14 @@ PREDICTION_SHAPES = (
     4096), (21, 1536, 1536), (41, 8192, 2048), (497, 2048, 1024), (13, 2048, 512), (5, 3584, 3584), (522, 5120,
     1280), (2321, 9472, 3584), (4, 28672, 4096), (407, 3584, 1792), (2351, 9472, 3584), (4384, 4096, 3072), (49,
     1536, 192), (9, 35840, 5120), (1507, 288, 896), (9, 1536, 1120), (5, 5120, 1280), (333, 3072, 1536),
+    (1577, 3584, 896), (1835, 5120, 2560), (1, 1536, 4096), (14, 576, 3584), (3832, 1536, 4480), (7, 16384, 2048), (39,
+    3584, 3584), (6059, 3584, 512), (204, 14336, 4096), (5587, 1280, 3072), (26, 3584, 14336), (3, 4096, 4096), (25,
+    8960, 5120), (21, 3584, 3584), (1159, 3584, 14336), (50, 3584, 1792), (1, 4864, 896), (3, 576, 3584), (25, 28672,
+    4096), (6005, 3584, 4096), (2016, 4480, 5120), (2, 1280, 3072), (198, 35840, 5120), (1, 5120, 3072), (407, 768,
+    2048), (650, 1152, 3584), (3, 3072, 3072), (349, 1536, 8960), (24, 576, 896), (25, 5120, 6912), (363, 3584, 896),
+    (2586, 2304, 3584), (76, 28672, 4096), (8, 3584, 4096), (4, 1152, 896), (1371, 2048, 8192), (6287, 3584, 3584), (2,
+    18944, 3584), (114, 2048, 3584), (2, 3840, 5120), (1067, 3072, 3072), (11, 3584, 896), (373, 13824, 5120), (6183,
+    4608, 3584), (5, 3584, 14336), (14, 1024, 3584), (17, 896, 5120), (187, 2048, 3072),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
