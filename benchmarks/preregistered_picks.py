@@ -105,7 +105,7 @@ def score(picks_path: Path, dataset_path: Path, out: Path, per_shape_out: Path) 
     worst = frame.sort_values("best_config").head(10)
     text = f"""# Predictions frozen before measurement: real-model projection shapes
 
-Command: `.venv/bin/python benchmarks/preregistered_picks.py score`. Picks frozen by `{provenance['command']}` on
+Command: `{' '.join(['.venv/bin/python', 'benchmarks/preregistered_picks.py', *sys.argv[1:]])}`. Picks frozen by `{provenance['command']}` on
 {provenance['date'][:10]} with `{provenance['predictor']}` (sha256 {provenance['predictor_sha256'][:16]}..., trained on
 {provenance['predictor_training_shapes']} shapes), before any of these shapes was measured; scored against
 `{dataset_path.name}`: {len(frame)} of the {len(picks)} drawn shapes measured. Efficiency = the shape's measured best
