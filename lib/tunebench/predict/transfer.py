@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from tunebench.predict.dispatch import fit_predictor
 from tunebench.predict.evaluation import grouped_folds, shape_efficiency
@@ -38,17 +39,20 @@ def combine(source: TrainingData, target: TrainingData) -> TrainingData:
 
 
 def transfer_efficiency(source: TrainingData, target: TrainingData, settings: RankerSettings,
-                        added_shapes: Sequence[int] = (0, 3, 10), n_splits: int = 5, seed: int = 0) -> pd.DataFrame:
+                        added_shapes: Sequence[int] = (0, 3, 10), n_splits: int = 5, seed: int = 0,
+                        progress: bool = True) -> pd.DataFrame:
     """Per held-out target shape (GroupKFold over the target's shapes): the efficiency, on the target's measurements,
     of the config picked by a model trained on the source shapes plus `k` of the fold's target training shapes
     (drawn with a seeded generator) for each k in `added_shapes`, and by a model trained on the fold's target
     training shapes alone. A held-out shape is unseen on both GPUs: the source's measurements of the fold's test
-    shapes are left out too. `settings` come from elsewhere (tuned on the source): no target shape tunes anything."""
+    shapes are left out too. `settings` come from elsewhere (tuned on the source): no target shape tunes anything.
+    A progress bar counts the fits unless `progress` is False."""
     combined = combine(source, target)
     offset = len(source.shapes)
     latency = target.latency_ms.reshape(len(target.shapes), -1)
     rng = np.random.default_rng(seed)
     rows = []
+    bar = tqdm(total=n_splits * (len(added_shapes) + 1), desc="transfer fits", unit="fit", disable=not progress)
     for fold, (train, test) in enumerate(grouped_folds(target.group, n_splits)):
         held_out = {tuple(shape) for shape in target.shapes[test].tolist()}
         source_shapes = np.array([index for index, shape in enumerate(source.shapes.tolist())
@@ -66,4 +70,6 @@ def transfer_efficiency(source: TrainingData, target: TrainingData, settings: Ra
                              "N": int(target.shapes[index, 1]), "K": int(target.shapes[index, 2]),
                              "source shapes in training": int((shapes < offset).sum()),
                              "target shapes in training": int((shapes >= offset).sum()), "efficiency": efficiency})
+            bar.update()
+    bar.close()
     return pd.DataFrame(rows)
