@@ -86,11 +86,12 @@ plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, 
 # recorded 20 fastest candidates were timed again together on the GPU, in interleaved rounds
 # (`benchmarks/config_prediction_retime.py`): "top 10 timed" keeps its fastest in round 0, and every pick is judged on
 # the median of the later rounds against the fastest of the set. The picks are those frozen with the timings: by
-# default the deployed 697-shape predictor's, frozen before the 96 real-model projection shapes were measured
-# (`benchmarks/preregistered_picks.py`). Other journals hold out-of-fold picks of earlier runs on the shapes each
-# added: `retime_h100_odd96.csv` the 441-shape model's on its 96 odd shapes, `retime_h100_hinted96.csv` the
-# 345-shape model's on its 96 hinted ones, `retime_h100_narrow64.csv` the 633-shape pipeline's; `retime_h100_new96.csv`
-# and `retime_h100.csv` earlier models' picks, timed before the kernel had alignment hints.
+# default the 697-shape predictor's, frozen before the 96 real-model projection shapes were measured
+# (`benchmarks/preregistered_picks.py`); `retime_h100_preregistered793.csv` holds the 793-shape predictor's, frozen
+# before the next 48 were measured. Other journals hold out-of-fold picks of earlier runs on the shapes each added:
+# `retime_h100_odd96.csv` the 441-shape model's on its 96 odd shapes, `retime_h100_hinted96.csv` the 345-shape
+# model's on its 96 hinted ones, `retime_h100_narrow64.csv` the 633-shape pipeline's; `retime_h100_new96.csv` and
+# `retime_h100.csv` earlier models' picks, timed before the kernel had alignment hints.
 
 # %%
 retimed = retimed_efficiency(pd.read_csv(repo_path(retime_journal)),
