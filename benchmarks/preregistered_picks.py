@@ -103,9 +103,10 @@ def score(picks_path: Path, dataset_path: Path, out: Path, per_shape_out: Path) 
                 "P10": f"{np.percentile(frame[column], 10):.2%}", "min": f"{frame[column].min():.2%}",
                 "median": f"{frame[column].median():.2%}"} for column in ("best_config", "top 1", "top 10 timed")]
     worst = frame.sort_values("best_config").head(10)
+    command = " ".join([".venv/bin/python", "benchmarks/preregistered_picks.py", *sys.argv[1:]])
     text = f"""# Predictions frozen before measurement: real-model projection shapes
 
-Command: `{' '.join(['.venv/bin/python', 'benchmarks/preregistered_picks.py', *sys.argv[1:]])}`. Picks frozen by `{provenance['command']}` on
+Command: `{command}`. Picks frozen by `{provenance['command']}` on
 {provenance['date'][:10]} with `{provenance['predictor']}` (sha256 {provenance['predictor_sha256'][:16]}..., trained on
 {provenance['predictor_training_shapes']} shapes), before any of these shapes was measured; scored against
 `{dataset_path.name}`: {len(frame)} of the {len(picks)} drawn shapes measured. Efficiency = the shape's measured best

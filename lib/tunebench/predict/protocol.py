@@ -134,9 +134,9 @@ def dispatch_latency_ms(predictor: Predictor, shape: Sequence[int], repeats: int
 
 def cross_validate(data: TrainingData, objectives: Sequence[str] = OBJECTIVES, n_splits: int = N_SPLITS,
                    seed: int = 0, workers: int = 1, progress: bool = True) -> CrossValidation:
-    """Every objective on every outer fold (in `workers` processes, one thread each; a progress bar per fold done),
-    plus SELECTED: per fold, the objective whose tuned settings scored the higher mean efficiency on the inner
-    validation shapes."""
+    """Every objective on every outer fold (in `workers` processes, one thread each; a progress bar counts the
+    finished fits unless `progress` is False), plus SELECTED: per fold, the objective whose tuned settings scored the
+    higher mean efficiency on the inner validation shapes."""
     folds = grouped_folds(data.group, n_splits)
     jobs = [(data, fold, train, test, objective, seed) for objective in objectives
             for fold, (train, test) in enumerate(folds)]
