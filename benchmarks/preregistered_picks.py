@@ -50,6 +50,9 @@ def freeze(predictor_path: Path, out: Path) -> None:
     trained_on = {tuple(shape) for shape in predictor.header["training"]["shapes"]}
     drawn = draw(set(matmul.PREDICTION_SHAPES[:narrow_hinted_draw_end()]) | set(matmul.DATASET_SHAPES))
     shapes = [(position, shape) for position, shape in enumerate(drawn) if shape not in matmul.PREDICTION_SHAPES]
+    if not shapes:
+        raise SystemExit(f"all {len(drawn)} drawn shapes are measured: nothing to freeze; raise COUNT in "
+                         "model_projection_shapes.py to continue the draw")
     seen = sorted(trained_on & {shape for _, shape in shapes})
     if seen:
         raise SystemExit(f"the predictor was trained on drawn shapes {seen}")

@@ -1,7 +1,8 @@
 """The prediction datasets' shapes against the seeded draws that made them (benchmarks/hinted_shapes.py,
 benchmarks/odd_shapes.py, benchmarks/both_hinted_shapes.py, benchmarks/narrow_hinted_shapes.py,
 benchmarks/model_projection_shapes.py and, for the H200 transfer set, benchmarks/h200_shapes.py): the list in
-kernels/matmul.py must be what the draws give, in measured order."""
+kernels/matmul.py must be what the draws give, in measured order; and the picks frozen for the projection draw
+(benchmarks/preregistered_picks.py) are never overwritten and score as committed."""
 
 import os
 import subprocess
@@ -84,3 +85,28 @@ def test_the_h200_draw_is_balanced_and_new():
     for start in range(0, len(shapes), h200_shapes.BATCH):
         kinds = [alignment(n, k) for _, n, k in shapes[start:start + h200_shapes.BATCH]]
         assert {kind: kinds.count(kind) for kind in set(kinds)} == h200_shapes.PER_BATCH
+
+
+def test_frozen_picks_are_never_overwritten(tmp_path):
+    picks = tmp_path / "picks.csv"
+    picks.write_text("frozen\n")
+    completed = run_script("preregistered_picks.py", "freeze", "--picks", str(picks))
+    assert completed.returncode != 0 and "never overwritten" in completed.stderr
+    assert picks.read_text() == "frozen\n"
+
+
+def test_nothing_is_frozen_once_every_drawn_shape_is_measured(tmp_path):
+    picks = tmp_path / "picks.csv"
+    completed = run_script("preregistered_picks.py", "freeze", "--picks", str(picks))
+    assert completed.returncode != 0 and "nothing to freeze" in completed.stderr
+    assert not picks.exists()
+
+
+def test_scoring_the_frozen_picks_gives_the_committed_per_shape_efficiencies(tmp_path):
+    results = REPOSITORY / "results" / "config_prediction"
+    for picks, per_shape in [("preregistered_picks.csv", "preregistered_per_shape.csv"),
+                             ("preregistered_picks_793.csv", "preregistered_793_per_shape.csv")]:
+        completed = run_script("preregistered_picks.py", "score", "--picks", str(results / picks),
+                               "--out", str(tmp_path / "report.md"), "--per-shape-out", str(tmp_path / per_shape))
+        assert completed.returncode == 0, completed.stderr
+        assert (tmp_path / per_shape).read_text() == (results / per_shape).read_text()
