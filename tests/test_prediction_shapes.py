@@ -95,10 +95,14 @@ def test_frozen_picks_are_never_overwritten(tmp_path):
     assert picks.read_text() == "frozen\n"
 
 
-def test_nothing_is_frozen_once_every_drawn_shape_is_measured(tmp_path):
+def test_nothing_is_frozen_once_every_drawn_shape_is_measured(tmp_path, monkeypatch):
+    sys.path.insert(0, str(REPOSITORY / "benchmarks"))
+    import preregistered_picks
+
+    monkeypatch.setattr(preregistered_picks, "draw", lambda taken: list(matmul.PREDICTION_SHAPES[-3:]))
     picks = tmp_path / "picks.csv"
-    completed = run_script("preregistered_picks.py", "freeze", "--picks", str(picks))
-    assert completed.returncode != 0 and "nothing to freeze" in completed.stderr
+    with pytest.raises(SystemExit, match="nothing to freeze"):
+        preregistered_picks.freeze(preregistered_picks.PREDICTOR, picks)
     assert not picks.exists()
 
 
