@@ -31,7 +31,8 @@ from tunebench.predict import (ALIGNMENTS, SELECTED, alignment, by_alignment, by
 from tunebench.predict.compiled import divisibility, load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
 from tunebench.predict.head import HEAD_SIZE, LEAF_CHOICES
-from tunebench.predict.model import INNER_SPLITS, MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES, relative_speed
+from tunebench.predict.model import (INNER_SPLITS, ITERATION_CHOICES, MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES,
+                                     SUBSAMPLE_BELOW, SUBSAMPLE_KEEP, TUNING_GRID, RankerSettings, relative_speed)
 from tunebench.predict.protocol import N_SPLITS, dispatch_latency_ms
 from tunebench.predict.shortlist import CLASSES, M_STEP, NK_STEP, PER_POINT, SIZE
 from tunebench.predict.transfer import SOURCE_ONLY, TARGET_ONLY, transfer_efficiency
@@ -423,8 +424,9 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
   never saw any measurement of that shape. A test checks that no shape is in both the training and test shapes of
   a fold.
 - **Inner**: in each fold, a seeded partition of the training shapes into {INNER_SPLITS} parts (each validated by a
-  model fitted on the others) chooses, by the mean over the parts, the tree size
-  (max_leaf_nodes 15 or 63), the number of boosting iterations (25 to 300, read off staged predictions), the
+  model fitted on the others; trees of {", ".join(map(str, TUNING_GRID["max_leaf_nodes"]))} leaves, depth at most
+  {RankerSettings().max_depth}) chooses, by the mean over the parts, the number of boosting iterations
+  ({ITERATION_CHOICES[0]} to {ITERATION_CHOICES[-1]}, read off staged predictions), the
   portfolio (the model picks only among the {", ".join(str(size) for size in PORTFOLIO_CHOICES if size)} configs that
   greedily cover the inner training shapes' near-best configs, or among all {count}) and, for the `selected`
   pipeline, the objective, by the mean efficiency of the picks on the inner validation shapes. The portfolio is then
@@ -440,7 +442,9 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
   (the README says why). No early stopping or tuning ever looks at the fold being scored.
   The chosen settings per fold are listed below.
 - **Training rows**: rows whose repeats spread over more than half their median ((max - min) / median > 0.5:
-  {disturbed_share:.2%} of the rows, disturbed timings) get weight 0 in training. **Scoring uses every recorded row,
+  {disturbed_share:.2%} of the rows, disturbed timings) get weight 0 in training. Rows slower than {SUBSAMPLE_BELOW:.0%} of
+  their shape's best are subsampled for training: each kept with probability {SUBSAMPLE_KEEP} (seeded) and weighted by
+  its inverse, which leaves the expected loss unchanged and halves the fits. **Scoring uses every recorded row,
   unfiltered.**
 - **Efficiency** of a shape = measured latency of the best of the {count} candidates / measured latency of the
   predicted config (the model's argmax). Mean, P10 (numpy's linear-interpolation 10th percentile over shapes) and

@@ -24,7 +24,7 @@ from tunebench.predict.dispatch import FORMAT_VERSION
 from tunebench.predict.evaluation import (alignment, best_of_top_k, by_alignment, per_shape_table, retest_efficiency,
                                           retimed_efficiency)
 from tunebench.predict.features import CandidateFeatures, config_columns, encode_columns
-from tunebench.predict.model import INNER_SPLITS, ConfigRanker, portfolio, restrict
+from tunebench.predict.model import INNER_SPLITS, ConfigRanker, portfolio, relative_speed, restrict
 from tunebench.predict.shortlist import SIZE
 from tunebench.predict.transfer import combine, transfer_efficiency
 from tunebench.search import make_strategy
@@ -321,6 +321,34 @@ def test_compiled_forest_equals_sklearn(data):
     rows = np.arange(0, len(data.latency_ms), 3)
     np.testing.assert_allclose(CompiledForest(ranker.model_).predict(data.features[rows]),
                                ranker.score(data.features[rows]), rtol=1e-12, atol=1e-12)
+
+
+def test_compiled_forest_rejects_rows_of_another_width(data):
+    forest = CompiledForest(ConfigRanker(SMALL).fit(data).model_)
+    with pytest.raises(ValueError, match=f"rows of {data.features.shape[1]} features"):
+        forest.predict(data.features[:3, :-1])
+
+
+def test_slow_rows_are_subsampled_with_inverse_probability_weights(data):
+    rows = np.arange(len(data.latency_ms))
+    relative = relative_speed(data.latency_ms, data.group)
+    slow = relative < SMALL.subsample_below
+    assert 0.2 < slow.mean() < 0.9, "the synthetic data needs slow and fast rows for this test to bite"
+    full_rows, full_target, full_weight = ConfigRanker(replace(SMALL, subsample_keep=1.0)).training_rows(data, rows)
+    np.testing.assert_array_equal(full_rows, rows)
+    kept, target, weight = ConfigRanker(SMALL).training_rows(data, rows)
+    assert set(rows[~slow]) <= set(kept), "every fast row is kept"
+    assert abs((~slow[kept]).sum() + slow[kept].sum() / SMALL.subsample_keep - len(rows)) < 0.15 * len(rows)
+    np.testing.assert_allclose(weight, full_weight[kept] / np.where(slow[kept], SMALL.subsample_keep, 1.0))
+    np.testing.assert_array_equal(target, full_target[kept])
+    again = ConfigRanker(SMALL).training_rows(data, rows)[0]
+    np.testing.assert_array_equal(again, kept)  # seeded
+
+
+def test_subsample_keep_outside_its_range_is_an_error():
+    for keep in (0.0, 1.5):
+        with pytest.raises(ValueError, match=f"subsample_keep must lie in \\(0, 1\\], got {keep}"):
+            replace(SMALL, subsample_keep=keep)
 
 
 # -- the predictor file ------------------------------------------------------------------------------------------
