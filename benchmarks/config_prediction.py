@@ -521,7 +521,7 @@ The {WORST_SHAPES} held-out shapes with the lowest efficiency (`selected`), with
 sklearn's HistGradientBoostingRegressor.predict pays a fixed cost per tree per call, whatever the number of rows (the
 fold models have {min(trees)}{'' if min(trees) == max(trees) else f' to {max(trees)}'} trees), so ranking all {count} candidates takes
 ~{np.median(cv.rank_ms(SELECTED)):.0f} ms here, over the 1 ms target. `best_config` instead scores a shortlist with the
-same trees compiled to flat numpy arrays (identical predictions, tested) plus the neighbour correction, then re-orders
+same trees walked by a numba-compiled loop (identical predictions, tested) plus the neighbour correction, then re-orders
 the shortlist's top {HEAD_SIZE} with the pairwise head (its trees compiled the same way): when it is fitted, the predictor ranks every candidate by its corrected score at each point of a grid of shapes (log2 M in steps of {M_STEP}, log2 N and log2 K in steps of {NK_STEP}, over
 the training shapes' range, in each of the {len(CLASSES)} x {len(CLASSES)} alignment classes of N and K:
 {loaded.shortlist.top[..., 0].size:,} points) and keeps its top {PER_POINT}; a query's shortlist

@@ -31,7 +31,7 @@ COMPILED_RESOURCES = REPO / "results" / "datasets" / "matmul_bfloat16_sm90_compi
 OUT = REPO / "results" / "config_prediction" / "learning_curve.md"
 SIZES = (25, 50, 100, 150)  # training shapes drawn per fold; every fold's full training set is added
 # Fixed: the settings the inner split chose in most folds of benchmarks/config_prediction.py (no tuning per size).
-SETTINGS = RankerSettings(objective="relative", max_iter=300, max_leaf_nodes=63)
+SETTINGS = RankerSettings(objective="relative", max_iter=1000, max_leaf_nodes=127)
 SEED = 0
 
 _DATA = None

@@ -23,10 +23,11 @@ def _sibling_order(nodes: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk(matrix: np.ndarray, roots: np.ndarray, feature: np.ndarray, threshold: np.ndarray, left: np.ndarray,
-          value: np.ndarray, depth: int) -> np.ndarray:
+def _walk(matrix: np.ndarray, roots: np.ndarray, nodes: np.ndarray, value: np.ndarray, depth: int) -> np.ndarray:
     """Sum over the trees of each row's leaf value. Tree by tree, one level at a time over all rows: a tree's nodes
-    stay in cache, and the rows' walks are independent, so the processor overlaps their loads."""
+    stay in cache, and the rows' walks are independent, so the processor overlaps their loads. `nodes` (nodes, 2)
+    float64: a split's threshold, then the bits of (left child << 32 | feature): one 16-byte read per step."""
+    links = nodes.view(np.int64)
     rows = matrix.shape[0]
     total = np.zeros(rows)
     node = np.empty(rows, dtype=np.int64)
@@ -35,7 +36,8 @@ def _walk(matrix: np.ndarray, roots: np.ndarray, feature: np.ndarray, threshold:
         for _ in range(depth):
             for row in range(rows):
                 at = node[row]
-                node[row] = left[at] + (matrix[row, feature[at]] > threshold[at])
+                link = links[at, 1]
+                node[row] = (link >> 32) + (matrix[row, link & 0xFFFFFFFF] > nodes[at, 0])
         for row in range(rows):
             total[row] += value[node[row]]
     return total
@@ -68,10 +70,13 @@ class CompiledForest:
             values.append(tree["value"])
             roots.append(start)
             start += len(order)
-        self.roots = np.array(roots, dtype=np.intp)
-        self.feature = np.concatenate(features).astype(np.intp)
-        self.threshold = np.concatenate(thresholds).astype(np.float64)
-        self.left = np.concatenate(lefts).astype(np.intp)
+        self.roots = np.array(roots, dtype=np.int64)
+        feature, left = np.concatenate(features).astype(np.int64), np.concatenate(lefts).astype(np.int64)
+        if start >= 2 ** 31 or feature.max(initial=0) >= 2 ** 31:
+            raise ValueError(f"{start} nodes: too many for the compiled forest's 32-bit links")
+        self.nodes = np.empty((start, 2))
+        self.nodes[:, 0] = np.concatenate(thresholds)
+        self.nodes.view(np.int64)[:, 1] = (left << 32) | feature
         self.value = np.concatenate(values).astype(np.float64)
         self.depth = int(max(predictors[0].nodes["depth"].max() for predictors in model._predictors))
         self.baseline = float(np.asarray(model._baseline_prediction).ravel()[0])
@@ -81,4 +86,4 @@ class CompiledForest:
         matrix = np.ascontiguousarray(matrix, dtype=np.float64)
         if matrix.ndim != 2 or matrix.shape[1] != self.n_features:
             raise ValueError(f"expected rows of {self.n_features} features, got an array of shape {matrix.shape}")
-        return _walk(matrix, self.roots, self.feature, self.threshold, self.left, self.value, self.depth) + self.baseline
+        return _walk(matrix, self.roots, self.nodes, self.value, self.depth) + self.baseline
