@@ -1,7 +1,7 @@
 """Config prediction for unseen GEMM shapes, scored by shape-grouped cross-validation, and warm-started search on the
 held-out shapes; writes results/config_prediction/ (summary.md, per_shape.csv, warm_start.csv, the trained predictor).
 
-Run: `.venv/bin/python benchmarks/config_prediction.py` (about 13 minutes on 2 cores).
+Run: `.venv/bin/python benchmarks/config_prediction.py` (about 75 minutes on 2 cores).
 """
 
 from __future__ import annotations

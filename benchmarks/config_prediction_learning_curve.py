@@ -1,7 +1,7 @@
 """How prediction efficiency grows with the number of training shapes: GroupKFold(5) over the recorded shapes, each
 fold's model trained on a seeded draw of n of its training shapes, scored on the fold's held-out shapes.
 
-Run: `.venv/bin/python benchmarks/config_prediction_learning_curve.py` (about 2 minutes on 2 cores); writes
+Run: `.venv/bin/python benchmarks/config_prediction_learning_curve.py` (about 5 minutes on 2 cores); writes
 results/config_prediction/learning_curve.md.
 """
 
