@@ -65,11 +65,12 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 144 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 192 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
-# next 48 (2026-11-26, one journal) the 793-shape one. `--check` checks them.
+# next 48 (2026-11-26, one journal) the 793-shape one, the next 48 (2026-11-26, from
+# results/datasets/matmul_bfloat16_h100_preregistered841.parquet) the 841-shape ones. `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -215,6 +216,14 @@ PREDICTION_SHAPES = (
     (2586, 2304, 3584), (76, 28672, 4096), (8, 3584, 4096), (4, 1152, 896), (1371, 2048, 8192), (6287, 3584, 3584), (2,
     18944, 3584), (114, 2048, 3584), (2, 3840, 5120), (1067, 3072, 3072), (11, 3584, 896), (373, 13824, 5120), (6183,
     4608, 3584), (5, 3584, 14336), (14, 1024, 3584), (17, 896, 5120), (187, 2048, 3072),
+    (7, 5120, 2560), (481, 5120, 5120), (338, 16384, 2048), (14, 5120, 2560), (1, 5120, 2240), (2809, 768, 4096),
+    (2630, 4480, 5120), (200, 4608, 3072), (66, 384, 2048), (79, 5120, 1280), (4239, 3072, 4096), (3, 3072, 768),
+    (1255, 4096, 1024), (2, 7168, 4096), (200, 1536, 1120), (1, 3584, 7168), (167, 4096, 512), (125, 4096, 3584),
+    (102, 3072, 768), (1, 2048, 3072), (243, 8192, 3584), (1, 3584, 9472), (11, 57344, 8192), (1488, 3584, 448),
+    (175, 4096, 512), (1928, 7168, 4096), (169, 16384, 3072), (242, 7168, 8192), (12, 16384, 2048), (22, 8192, 3072),
+    (6, 512, 1536), (213, 2048, 256), (138, 3072, 3072), (1363, 5120, 1280), (147, 6144, 4096), (444, 1536, 8960),
+    (26, 2048, 1024), (206, 3072, 1536), (52, 17920, 1536), (64, 7680, 5120), (2, 9472, 3584), (3163, 4608, 3584),
+    (309, 16384, 2048), (15, 16384, 3072), (19, 3584, 9472), (214, 896, 1216), (22, 1920, 5120), (1973, 16384, 3072),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
