@@ -15,6 +15,7 @@ resumed sitting times the same picks and the summary judges them, whatever per_s
 
 GPU:  PYTHONPATH=lib python3 benchmarks/config_prediction_retime.py measure --journal J --stop-after-s 520
 CPU:  .venv/bin/python benchmarks/config_prediction_retime.py summarize --journal results/config_prediction/retime_h100.csv
+      [--picks P: judge another predictor's picks, all timed by the same sitting]
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import pandas as pd
 
 from tunebench.kernels import matmul
 from tunebench.measure.result import Status
-from tunebench.predict.evaluation import retimed_efficiency
+from tunebench.predict.evaluation import retimed_efficiency, untimed_picks
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h100_prediction.parquet"
@@ -112,13 +113,19 @@ def summarize(args: argparse.Namespace) -> None:
     from tunebench.tables import markdown_table
 
     journal = pd.read_csv(args.journal)
-    picks = picks_path(Path(args.journal))
+    picks = args.picks or picks_path(Path(args.journal))
     if not picks.exists():
         raise FileNotFoundError(f"no frozen picks at {picks}: `measure` writes them beside the journal")
     per_shape = pd.read_csv(picks)
+    untimed = untimed_picks(journal, per_shape, TOP_K)
+    if untimed:
+        raise SystemExit(f"{len(untimed)} picks of {picks.name} were never timed in {Path(args.journal).name}, "
+                         f"e.g. {untimed[0]}: judge only picks whose configs the sitting timed")
     start, stop = args.rows
     per_shape = per_shape.iloc[start:stop]
     table = retimed_efficiency(journal, per_shape, TOP_K)
+    if table.empty:
+        raise SystemExit(f"no shape of {picks.name} was timed in {Path(args.journal).name}")
     provenance = json.loads(Path(args.journal).with_suffix(".provenance.json").read_text())
     columns = [name for name in table.columns if name not in ("M", "N", "K", "configs timed")]
     summary = pd.DataFrame([{"judged": name, "mean": f"{table[name].mean():.2%}",
@@ -175,6 +182,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--stop-after-s", type=float, default=float("inf"))
     parser.add_argument("--out", type=Path, default=SUMMARY)
+    parser.add_argument("--picks", type=Path, default=None,
+                        help="summarize: judge these picks instead of those frozen beside the journal (a sitting that "
+                             "timed the union of two predictors' picks judges each); every pick must have been timed")
     parser.add_argument("--rows", type=row_range, default=(0, None), metavar="START:STOP",
                         help="summarize only these rows of the frozen picks (0-based, STOP excluded)")
     args = parser.parse_args()

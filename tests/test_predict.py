@@ -22,7 +22,7 @@ from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, f
 from tunebench.predict.compiled import CompiledResources, load_table
 from tunebench.predict.dispatch import FORMAT_VERSION
 from tunebench.predict.evaluation import (alignment, best_of_top_k, by_alignment, per_shape_table, retest_efficiency,
-                                          retimed_efficiency)
+                                          retimed_efficiency, untimed_picks)
 from tunebench.predict.features import CandidateFeatures, config_columns, encode_columns
 from tunebench.predict.model import INNER_SPLITS, ConfigRanker, portfolio, relative_speed, restrict
 from tunebench.predict.shortlist import SIZE
@@ -267,6 +267,7 @@ def test_retimed_picks_are_judged_on_the_rounds_after_the_top_k_choice():
     assert table["top 2 timed"].item() == pytest.approx(1.1 / 2.1)
     assert table["recorded best"].item() == pytest.approx(1.0) and table["dispatcher"].item() == 0.0
     assert table["prediction (replay)"].item() == 0.5
+    assert untimed_picks(journal, per_shape, 2) == [((8, 16, 32), "e")]  # the shape never timed is not listed
 
 
 def test_retest_judges_each_sittings_best_by_the_other():

@@ -159,3 +159,18 @@ def retimed_efficiency(journal: pd.DataFrame, per_shape: pd.DataFrame, k: int) -
                      "prediction (replay)": row.selected_efficiency,
                      f"top {k} timed (replay)": getattr(row, f"selected_top{k}_timed_efficiency")})
     return pd.DataFrame(rows)
+
+
+def untimed_picks(journal: pd.DataFrame, per_shape: pd.DataFrame, k: int) -> list[tuple[tuple[int, int, int], str]]:
+    """(shape, config) of every pick of a re-timed shape (`retimed_efficiency`'s prediction, dispatcher pick, recorded
+    best and top k) that the journal never timed, which `retimed_efficiency` would score 0."""
+    timed = set(zip(journal["M"], journal["N"], journal["K"], journal["config"]))
+    shapes = {key[:3] for key in timed}
+    missing = []
+    for row in per_shape.itertuples(index=False):
+        shape = (int(row.M), int(row.N), int(row.K))
+        if shape in shapes:
+            configs = [row.predicted_config, row.dispatcher_config, row.best_config,
+                       *str(getattr(row, f"top{k}_configs")).split(";")]
+            missing += [(shape, config) for config in dict.fromkeys(configs) if (*shape, config) not in timed]
+    return missing
