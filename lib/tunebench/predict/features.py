@@ -12,6 +12,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import numba
 import numpy as np
 
 from tunebench.kernels import matmul
@@ -191,64 +192,94 @@ def _assemble(shapes: np.ndarray, values: np.ndarray, encoded: np.ndarray, compi
     """The feature matrix from checked shapes and config values (either may be one row against the other's n), the
     configs' encoding and the compiler's facts of each row."""
     rows = max(len(shapes), len(values))
-    # Shape columns have len(shapes) rows and config columns len(values): numpy broadcasts one of them when it is 1.
-    m, n, k = (shapes[:, i].astype(np.float64) for i in range(3))
-    config = {name: values[:, i] for i, name in enumerate(space.names)}
-    block_m, block_n, block_k = (config[name].astype(np.float64) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    split_k, warps = config["SPLIT_K"].astype(np.float64), config["num_warps"].astype(np.float64)
-
-    minimum_bytes = element_bytes * (m * k + k * n + m * n)
-    n_divisibility, k_divisibility = divisibility(shapes[:, 1]), divisibility(shapes[:, 2])
-    problem = [
-        m, n, k, np.log2(m), np.log2(n), np.log2(k), 2 * m * n * k / minimum_bytes,
-        np.log2(m / n), np.log2(m / k), np.log2(n / k), np.log2(n_divisibility), np.log2(k_divisibility),
-    ]
-
-    tiles_m, tiles_n = np.ceil(m / block_m), np.ceil(n / block_n)
-    programs = tiles_m * tiles_n * split_k
-    waves = programs / hardware.sm_count
-    k_iterations = np.ceil(k / (block_k * split_k))
-    shared, registers = compiled["shared_memory_bytes"], compiled["registers"]
-    unit = hardware.register_allocation_unit
-    warps_by_registers = np.floor(hardware.registers_per_sm / (np.ceil(32 * registers / unit) * unit))
-    programs_per_sm = np.maximum(1.0, np.minimum(np.minimum(
-        np.floor(hardware.shared_memory_per_sm / (shared + hardware.reserved_shared_memory_per_program)),
-        np.floor(hardware.warps_per_sm / warps)), np.floor(warps_by_registers / warps)))
-    occupancy_waves = programs / (hardware.sm_count * programs_per_sm)
-    # Multiply-adds the tiles compute (padded M, N; K rounded up to whole iterations) over those the problem needs.
-    padded = (tiles_m * block_m) * (tiles_n * block_n) * (k_iterations * block_k * split_k)
-    # Split-K adds an fp32 workspace: zeroed, atomically accumulated by every split, read and cast back.
-    split_k_bytes = np.where(split_k > 1, m * n * 4 * (split_k + 2) + m * n * element_bytes, 0.0)
-    # Load instructions: A's rows are K apart and B's and C's N apart, so each moves as many elements per access as
-    # the compiler knows that divisible by, up to VECTOR_BYTES; per thread per K iteration, per program (with the C
-    # store), and per SM over the grid.
-    vector = VECTOR_BYTES // element_bytes
-    vector_a = np.minimum(k_divisibility, vector).astype(np.float64)
-    vector_bn = np.minimum(n_divisibility, vector).astype(np.float64)
-    threads = 32.0 * warps
-    a_loads, b_loads = block_m * block_k / (vector_a * threads), block_k * block_n / (vector_bn * threads)
-    loads_per_program = (a_loads + b_loads) * k_iterations + block_m * block_n / (vector_bn * threads)
-    multiply_adds = block_m * block_n * block_k * k_iterations  # per program
-    interaction = [
-        tiles_m, tiles_n, programs, np.log2(programs),
-        np.mod(m, block_m) / block_m, np.mod(n, block_n) / block_n,
-        waves, np.mod(programs, hardware.sm_count) / hardware.sm_count,
-        k_iterations, shared, registers, programs_per_sm, occupancy_waves,
-        1.0 - m * n * k / padded,
-        block_m * block_n / (block_m + block_n),
-        split_k_bytes / minimum_bytes,
-        a_loads, b_loads, a_loads + b_loads, np.log2(loads_per_program),
-        np.log2(programs * loads_per_program * warps / hardware.sm_count),
-        np.log2(programs * multiply_adds / hardware.sm_count),
-        np.log2(np.ceil(waves) * multiply_adds),
-        compiled["cp_async"], compiled["scalar_global_loads"], compiled["wgmma"], compiled["mma_sync"],
-    ]
-    matrix = np.empty((rows, len(problem) + space.width + len(interaction)))
-    matrix[:, len(problem):len(problem) + space.width] = encoded
-    for position, column in zip([*range(len(problem)), *range(len(problem) + space.width, matrix.shape[1])],
-                                [*problem, *interaction]):
-        matrix[:, position] = column  # broadcasts a column of one shape's or one config's value
+    tile = values[:, [space.names.index(name) for name in TILE_PARAMETERS]]
+    facts = np.column_stack([np.asarray(compiled[name], dtype=np.float64) for name in COMPILED_FACTS])
+    limits = np.array([hardware.sm_count, hardware.shared_memory_per_sm, hardware.reserved_shared_memory_per_program,
+                       hardware.warps_per_sm, hardware.registers_per_sm, hardware.register_allocation_unit],
+                      dtype=np.float64)
+    matrix = np.empty((rows, len(PROBLEM_FEATURES) + space.width + len(INTERACTION_FEATURES)))
+    matrix[:, len(PROBLEM_FEATURES):len(PROBLEM_FEATURES) + space.width] = encoded
+    _fill(matrix, shapes, tile, facts, float(element_bytes), limits, space.width)
+    logarithms = [*LOG2_PROBLEM_COLUMNS, *(len(PROBLEM_FEATURES) + space.width + column
+                                          for column in LOG2_INTERACTION_COLUMNS)]
+    matrix[:, logarithms] = np.log2(matrix[:, logarithms])  # numpy's log2, whose last bit libm's can differ from
     return matrix
+
+
+TILE_PARAMETERS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps")  # the config values the arithmetic reads
+COMPILED_FACTS = ("shared_memory_bytes", "registers", "cp_async", "scalar_global_loads", "wgmma", "mma_sync")
+# Columns `_fill` writes the argument of, and `_assemble` takes the log2 of
+LOG2_PROBLEM_COLUMNS = tuple(PROBLEM_FEATURES.index(name) for name in PROBLEM_FEATURES if name.startswith("log2_"))
+LOG2_INTERACTION_COLUMNS = tuple(INTERACTION_FEATURES.index(name) for name in INTERACTION_FEATURES
+                                 if name.startswith("log2_"))
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill(matrix: np.ndarray, shapes: np.ndarray, tile: np.ndarray, facts: np.ndarray, element_bytes: float,
+          limits: np.ndarray, width: int) -> None:
+    """Write the problem and interaction columns of `matrix` (the encoding's `width` columns between them are left
+    as they are), row by row: `shapes` and `tile` (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps) and `facts`
+    (COMPILED_FACTS) have one row or one per matrix row. The log2_ columns get their argument: `_assemble` takes the
+    logarithm. Compiled, so a dispatcher call's couple of dozen rows cost microseconds instead of a hundred numpy
+    calls."""
+    sm_count, shared_memory_per_sm, reserved, warps_per_sm, registers_per_sm, unit = (
+        limits[0], limits[1], limits[2], limits[3], limits[4], limits[5])
+    vector = float(VECTOR_BYTES // int(element_bytes))
+    interaction = 12 + width
+    for row in range(matrix.shape[0]):
+        s = row if shapes.shape[0] > 1 else 0
+        c = row if tile.shape[0] > 1 else 0
+        f = row if facts.shape[0] > 1 else 0
+        m, n, k = float(shapes[s, 0]), float(shapes[s, 1]), float(shapes[s, 2])
+        n_divisibility = float(np.gcd(shapes[s, 1], 16))
+        k_divisibility = float(np.gcd(shapes[s, 2], 16))
+        block_m, block_n, block_k = float(tile[c, 0]), float(tile[c, 1]), float(tile[c, 2])
+        split_k, warps = float(tile[c, 3]), float(tile[c, 4])
+        shared, registers = facts[f, 0], facts[f, 1]
+
+        minimum_bytes = element_bytes * (m * k + k * n + m * n)
+        out = matrix[row]
+        out[0], out[1], out[2] = m, n, k
+        out[3], out[4], out[5] = m, n, k
+        out[6] = 2 * m * n * k / minimum_bytes
+        out[7], out[8], out[9] = m / n, m / k, n / k
+        out[10], out[11] = n_divisibility, k_divisibility
+
+        tiles_m, tiles_n = np.ceil(m / block_m), np.ceil(n / block_n)
+        programs = tiles_m * tiles_n * split_k
+        waves = programs / sm_count
+        k_iterations = np.ceil(k / (block_k * split_k))
+        warps_by_registers = np.floor(registers_per_sm / (np.ceil(32 * registers / unit) * unit))
+        programs_per_sm = max(1.0, min(min(np.floor(shared_memory_per_sm / (shared + reserved)),
+                                           np.floor(warps_per_sm / warps)), np.floor(warps_by_registers / warps)))
+        occupancy_waves = programs / (sm_count * programs_per_sm)
+        # Multiply-adds the tiles compute (padded M, N; K rounded up to whole iterations) over those the problem needs.
+        padded = (tiles_m * block_m) * (tiles_n * block_n) * (k_iterations * block_k * split_k)
+        # Split-K adds an fp32 workspace: zeroed, atomically accumulated by every split, read and cast back.
+        split_k_bytes = m * n * 4 * (split_k + 2) + m * n * element_bytes if split_k > 1 else 0.0
+        # Load instructions: A's rows are K apart and B's and C's N apart, so each moves as many elements per access
+        # as the compiler knows that divisible by, up to VECTOR_BYTES; per thread per K iteration, per program (with
+        # the C store), and per SM over the grid.
+        vector_a, vector_bn = min(k_divisibility, vector), min(n_divisibility, vector)
+        threads = 32.0 * warps
+        a_loads, b_loads = block_m * block_k / (vector_a * threads), block_k * block_n / (vector_bn * threads)
+        loads_per_program = (a_loads + b_loads) * k_iterations + block_m * block_n / (vector_bn * threads)
+        multiply_adds = block_m * block_n * block_k * k_iterations  # per program
+        at = interaction
+        for value in (tiles_m, tiles_n, programs, programs,
+                      np.mod(m, block_m) / block_m, np.mod(n, block_n) / block_n,
+                      waves, np.mod(programs, sm_count) / sm_count,
+                      k_iterations, shared, registers, programs_per_sm, occupancy_waves,
+                      1.0 - m * n * k / padded,
+                      block_m * block_n / (block_m + block_n),
+                      split_k_bytes / minimum_bytes,
+                      a_loads, b_loads, a_loads + b_loads, loads_per_program,
+                      programs * loads_per_program * warps / sm_count,
+                      programs * multiply_adds / sm_count,
+                      np.ceil(waves) * multiply_adds,
+                      facts[f, 2], facts[f, 3], facts[f, 4], facts[f, 5]):
+            out[at] = value
+            at += 1
 
 
 def feature_row(shape: Sequence[int], config: Mapping[str, Any], space: Space, dtype: str,

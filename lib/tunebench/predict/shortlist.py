@@ -74,9 +74,8 @@ class GridShortlist:
         if (lists == NOT_COMPUTED).any():
             raise ValueError(f"the shortlist grid has no top list around shape {tuple(shape)}: this predictor was "
                              f"fitted to serve other shapes only (fit it with shortlist_shapes=None to serve any)")
-        merged = lists.T.ravel()
-        _, first = np.unique(merged, return_index=True)
-        return merged[np.sort(first)][:SIZE].astype(np.int64)
+        merged = dict.fromkeys(lists.T.ravel().tolist())  # first occurrences, in order
+        return np.fromiter(itertools.islice(merged, SIZE), dtype=np.int64)
 
 
 def build_shortlist(score: Callable[[np.ndarray], np.ndarray], axes: tuple[np.ndarray, np.ndarray, np.ndarray],
