@@ -1,7 +1,8 @@
 """Features of (GEMM shape, config) pairs for predicting a config's speed on a shape no one has measured.
 
-One code path: `features` computes a batch, vectorized over rows with numpy; `feature_row` calls it with one row;
-the dispatcher's `CandidateFeatures.rows` shares its arithmetic (`_assemble`) with the candidates' lookups done once.
+One code path: `features` computes a batch in a row loop that numba compiles (`_fill`); `feature_row` calls it with
+one row; the dispatcher's `CandidateFeatures.rows` shares its arithmetic (`_assemble`) with the candidates' lookups
+done once.
 Shared memory, registers and PTX instruction counts are the compiler's (`CompiledResources`, per config and
 alignment class).
 """
