@@ -324,6 +324,22 @@ def test_compiled_forest_equals_sklearn(data):
                                ranker.score(data.features[rows]), rtol=1e-12, atol=1e-12)
 
 
+def test_compiled_forest_bins_values_at_and_beyond_the_thresholds_as_sklearn_splits_them(data):
+    """The forest walks binned rows: a value equal to a split's threshold goes left, one just above it right, and
+    values past the first or last threshold (infinities too) land in the end bins."""
+    ranker = ConfigRanker(replace(SMALL, max_iter=30, max_depth=6, max_leaf_nodes=15)).fit(data)
+    forest = CompiledForest(ranker.model_)
+    rng = np.random.default_rng(0)
+    rows = data.features[rng.choice(len(data.features), 400)].copy()
+    for feature, edges in enumerate(ranker.model_._bin_mapper.bin_thresholds_):
+        picks = rng.choice(len(edges), len(rows)) if len(edges) else np.zeros(len(rows), dtype=int)
+        at = edges[picks] if len(edges) else np.zeros(len(rows))
+        rows[:100, feature] = at[:100]
+        rows[100:200, feature] = np.nextafter(at[100:200], np.inf)
+        rows[200:300, feature] = np.where(rng.random(100) < 0.5, -np.inf, np.inf)
+    np.testing.assert_allclose(forest.predict(rows), ranker.score(rows), rtol=1e-12, atol=1e-12)
+
+
 def test_compiled_forest_rejects_rows_of_another_width(data):
     forest = CompiledForest(ConfigRanker(SMALL).fit(data).model_)
     with pytest.raises(ValueError, match=f"rows of {data.features.shape[1]} features"):
