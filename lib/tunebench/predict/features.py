@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from tunebench.kernels import matmul
-from tunebench.predict.compiled import CLASSES, CompiledResources, divisibility
+from tunebench.predict.compiled import CLASSES, DIVISOR, CompiledResources, divisibility
 from tunebench.space import ConfigError, Parameter, Space
 
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
@@ -226,14 +226,14 @@ def _fill(matrix: np.ndarray, shapes: np.ndarray, tile: np.ndarray, facts: np.nd
     sm_count, shared_memory_per_sm, reserved, warps_per_sm, registers_per_sm, unit = (
         limits[0], limits[1], limits[2], limits[3], limits[4], limits[5])
     vector = float(VECTOR_BYTES // int(element_bytes))
-    interaction = 12 + width
+    interaction = len(PROBLEM_FEATURES) + width  # the first interaction column
     for row in range(matrix.shape[0]):
         s = row if shapes.shape[0] > 1 else 0
         c = row if tile.shape[0] > 1 else 0
         f = row if facts.shape[0] > 1 else 0
         m, n, k = float(shapes[s, 0]), float(shapes[s, 1]), float(shapes[s, 2])
-        n_divisibility = float(np.gcd(shapes[s, 1], 16))
-        k_divisibility = float(np.gcd(shapes[s, 2], 16))
+        n_divisibility = float(np.gcd(shapes[s, 1], DIVISOR))  # `compiled.divisibility`
+        k_divisibility = float(np.gcd(shapes[s, 2], DIVISOR))
         block_m, block_n, block_k = float(tile[c, 0]), float(tile[c, 1]), float(tile[c, 2])
         split_k, warps = float(tile[c, 3]), float(tile[c, 4])
         shared, registers = facts[f, 0], facts[f, 1]
@@ -241,7 +241,7 @@ def _fill(matrix: np.ndarray, shapes: np.ndarray, tile: np.ndarray, facts: np.nd
         minimum_bytes = element_bytes * (m * k + k * n + m * n)
         out = matrix[row]
         out[0], out[1], out[2] = m, n, k
-        out[3], out[4], out[5] = m, n, k
+        out[3], out[4], out[5] = m, n, k  # this and every log2_ column: the logarithm's argument
         out[6] = 2 * m * n * k / minimum_bytes
         out[7], out[8], out[9] = m / n, m / k, n / k
         out[10], out[11] = n_divisibility, k_divisibility
