@@ -160,6 +160,31 @@ def test_interaction_features_by_hand(data):
     assert hinted["shared_memory_per_program"] == 3 * (64 * 64 + 64 * 128) * 2
 
 
+def test_problem_and_traffic_features_by_hand(data):
+    """The columns the compiled row loop writes that the other hand tests leave out, each from its formula."""
+    config = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 1, "SPLIT_K": 4, "num_warps": 4,
+              "num_stages": 3}
+    m, n, k = 200, 1001, 3001
+    row = dict(zip(feature_names(data.space), feature_row((m, n, k), config, data.space, "bfloat16", data.resources)))
+    minimum_bytes = 2 * (m * k + k * n + m * n)
+    assert (row["M"], row["N"], row["K"]) == (m, n, k)
+    assert row["log2_M"] == pytest.approx(math.log2(m)) and row["log2_N_over_K"] == pytest.approx(math.log2(n / k))
+    assert row["log2_M_over_N"] == pytest.approx(math.log2(m / n))
+    assert row["log2_M_over_K"] == pytest.approx(math.log2(m / k))
+    assert row["arithmetic_intensity"] == pytest.approx(2 * m * n * k / minimum_bytes)
+    k_iterations = math.ceil(k / (64 * 4))  # 12: padded K is 12 x 64 x 4 = 3072
+    assert row["padding_waste"] == pytest.approx(1 - m * n * k / ((4 * 64) * (8 * 128) * (k_iterations * 64 * 4)))
+    assert row["tile_intensity"] == pytest.approx(64 * 128 / (64 + 128))
+    assert row["split_k_traffic_ratio"] == pytest.approx((m * n * 4 * (4 + 2) + m * n * 2) / minimum_bytes)
+    assert row["last_wave_fraction"] == pytest.approx(128 / 132) and row["log2_programs"] == 7
+    multiply_adds = 64 * 128 * 64 * k_iterations  # per program
+    assert row["log2_mma_per_sm"] == pytest.approx(math.log2(128 * multiply_adds / 132))
+    assert row["log2_mma_per_sm_whole_waves"] == pytest.approx(math.log2(1 * multiply_adds))
+    unsplit = dict(zip(feature_names(data.space), feature_row((m, n, k), {**config, "SPLIT_K": 1}, data.space,
+                                                               "bfloat16", data.resources)))
+    assert unsplit["split_k_traffic_ratio"] == 0
+
+
 def test_load_features_are_the_compilers_scalar_loads_for_every_candidate(resources):
     """For each of the 600 candidates in each of the 25 alignment classes, the scalar loads the features count equal
     the 2-byte global loads in the PTX that Triton 3.6 compiled for sm_90 (the table's `scalar_global_loads`): only
