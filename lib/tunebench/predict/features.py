@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from tunebench.kernels import matmul
-from tunebench.predict.compiled import CLASSES, DIVISOR, CompiledResources, divisibility
+from tunebench.predict.compiled import CLASSES, CompiledResources, divisibility
 from tunebench.space import ConfigError, Parameter, Space
 
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
@@ -188,6 +188,14 @@ class CandidateFeatures:
                          self.space)
 
 
+TILE_PARAMETERS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps")  # the config values the arithmetic reads
+COMPILED_FACTS = ("shared_memory_bytes", "registers", "cp_async", "scalar_global_loads", "wgmma", "mma_sync")
+# Columns `_fill` writes the argument of, and `_assemble` takes the log2 of
+LOG2_PROBLEM_COLUMNS = tuple(PROBLEM_FEATURES.index(name) for name in PROBLEM_FEATURES if name.startswith("log2_"))
+LOG2_INTERACTION_COLUMNS = tuple(INTERACTION_FEATURES.index(name) for name in INTERACTION_FEATURES
+                                 if name.startswith("log2_"))
+
+
 def _assemble(shapes: np.ndarray, values: np.ndarray, encoded: np.ndarray, compiled: Mapping[str, np.ndarray],
               element_bytes: int, hardware: Hardware, space: Space) -> np.ndarray:
     """The feature matrix from checked shapes and config values (either may be one row against the other's n), the
@@ -200,27 +208,19 @@ def _assemble(shapes: np.ndarray, values: np.ndarray, encoded: np.ndarray, compi
                       dtype=np.float64)
     matrix = np.empty((rows, len(PROBLEM_FEATURES) + space.width + len(INTERACTION_FEATURES)))
     matrix[:, len(PROBLEM_FEATURES):len(PROBLEM_FEATURES) + space.width] = encoded
-    _fill(matrix, shapes, tile, facts, float(element_bytes), limits, space.width)
+    _fill(matrix, shapes, divisibility(shapes[:, 1:]), tile, facts, float(element_bytes), limits, space.width)
     logarithms = [*LOG2_PROBLEM_COLUMNS, *(len(PROBLEM_FEATURES) + space.width + column
                                           for column in LOG2_INTERACTION_COLUMNS)]
     matrix[:, logarithms] = np.log2(matrix[:, logarithms])  # numpy's log2, whose last bit libm's can differ from
     return matrix
 
 
-TILE_PARAMETERS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps")  # the config values the arithmetic reads
-COMPILED_FACTS = ("shared_memory_bytes", "registers", "cp_async", "scalar_global_loads", "wgmma", "mma_sync")
-# Columns `_fill` writes the argument of, and `_assemble` takes the log2 of
-LOG2_PROBLEM_COLUMNS = tuple(PROBLEM_FEATURES.index(name) for name in PROBLEM_FEATURES if name.startswith("log2_"))
-LOG2_INTERACTION_COLUMNS = tuple(INTERACTION_FEATURES.index(name) for name in INTERACTION_FEATURES
-                                 if name.startswith("log2_"))
-
-
 @numba.njit(cache=True, nogil=True)
-def _fill(matrix: np.ndarray, shapes: np.ndarray, tile: np.ndarray, facts: np.ndarray, element_bytes: float,
-          limits: np.ndarray, width: int) -> None:
+def _fill(matrix: np.ndarray, shapes: np.ndarray, divisibilities: np.ndarray, tile: np.ndarray, facts: np.ndarray,
+          element_bytes: float, limits: np.ndarray, width: int) -> None:
     """Write the problem and interaction columns of `matrix` (the encoding's `width` columns between them are left
-    as they are), row by row: `shapes` and `tile` (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps) and `facts`
-    (COMPILED_FACTS) have one row or one per matrix row. The log2_ columns get their argument: `_assemble` takes the
+    as they are), row by row: `shapes` with the `divisibility` of their N and K, `tile` (BLOCK_M, BLOCK_N, BLOCK_K,
+    SPLIT_K, num_warps) and `facts` (COMPILED_FACTS) have one row or one per matrix row. The log2_ columns get their argument: `_assemble` takes the
     logarithm. Compiled, so a dispatcher call's couple of dozen rows cost microseconds instead of a hundred numpy
     calls."""
     sm_count, shared_memory_per_sm, reserved, warps_per_sm, registers_per_sm, unit = (
@@ -232,8 +232,7 @@ def _fill(matrix: np.ndarray, shapes: np.ndarray, tile: np.ndarray, facts: np.nd
         c = row if tile.shape[0] > 1 else 0
         f = row if facts.shape[0] > 1 else 0
         m, n, k = float(shapes[s, 0]), float(shapes[s, 1]), float(shapes[s, 2])
-        n_divisibility = float(np.gcd(shapes[s, 1], DIVISOR))  # `compiled.divisibility`
-        k_divisibility = float(np.gcd(shapes[s, 2], DIVISOR))
+        n_divisibility, k_divisibility = float(divisibilities[s, 0]), float(divisibilities[s, 1])
         block_m, block_n, block_k = float(tile[c, 0]), float(tile[c, 1]), float(tile[c, 2])
         split_k, warps = float(tile[c, 3]), float(tile[c, 4])
         shared, registers = facts[f, 0], facts[f, 1]

@@ -74,9 +74,8 @@ class CompiledForest:
     A row's features that some split reads are first binned by the model's own thresholds (a split sends value <= its
     threshold left exactly when the value's bin is <= the split's bin threshold), so a node needs 4 bytes instead of a
     float64 threshold and a link: a forest of 1000 trees of 127 leaves is 1 MB, not 4, and the walk about a quarter
-    faster. Nodes are stored
-    breadth first per tree, children side by side, so a step is `node = left[node] + go_right`; a leaf is its own left
-    child with the largest bin threshold, so rows that reached one stay there."""
+    faster. Nodes are stored breadth first per tree, children side by side, so a step is `node = left[node] +
+    go_right`; a leaf is its own left child with the largest bin threshold, so rows that reached one stay there."""
 
     def __init__(self, model: Any) -> None:
         links, values, roots = [], [], []
