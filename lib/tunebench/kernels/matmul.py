@@ -65,12 +65,13 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 192 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 336 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
 # next 48 (2026-11-26, one journal) the 793-shape one, the next 48 (2026-11-26, from
-# results/datasets/matmul_bfloat16_h100_preregistered841.parquet) the 841-shape ones. `--check` checks them.
+# results/datasets/matmul_bfloat16_h100_preregistered841.parquet) the 841-shape ones, and the next three 48s
+# (one journal each) the 841-, 889- and 985-shape ones. `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -240,6 +241,14 @@ PREDICTION_SHAPES = (
     768, 2048), (107, 9472, 3584), (125, 2048, 2048), (53, 2048, 3584), (909, 3072, 3072), (6, 1152, 3072), (33, 9216,
     3072), (10, 1536, 4096), (6, 14336, 8192), (858, 2560, 3072), (255, 2048, 1536), (8, 7680, 5120), (3, 4480, 1536),
     (12, 4096, 7168), (273, 28672, 8192), (233, 8192, 4096), (1499, 5120, 2240),
+    (1469, 4864, 896), (5030, 3584, 896), (2943, 1152, 3072), (37, 3072, 768), (89, 3072, 768), (2, 8192, 28672),
+    (824, 640, 3072), (322, 3584, 5120), (49, 5120, 640), (1, 28672, 3584), (238, 3072, 1536), (342, 2048, 512),
+    (15, 3584, 512), (358, 28672, 4096), (1110, 4096, 2048), (313, 8192, 2048), (2, 16384, 3072), (1, 896, 608),
+    (106, 1216, 896), (14, 896, 448), (132, 14336, 3584), (4, 5120, 17920), (21, 1536, 768), (7, 14336, 4096), (10,
+    5120, 640), (12, 3072, 8192), (38, 5120, 2560), (2501, 8192, 3584), (9, 1536, 2240), (3, 1280, 3072), (3, 17920,
+    1536), (3, 896, 4864), (11, 3584, 2368), (173, 8192, 3072), (246, 16384, 2048), (2, 3072, 768), (34, 3072,
+    4096), (2, 4096, 3584), (6876, 2048, 4096), (250, 4096, 4096), (93, 5120, 8192), (118, 5120, 6912), (106, 5120,
+    2560), (3, 5120, 3072), (403, 1280, 3072), (1, 2048, 1536), (191, 144, 896), (106, 9472, 3584),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
