@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from tunebench.kernels import get_kernel
+from tunebench.measure.dataset import Dataset, provenance_records, save_dataset, sweep_provenance
 from tunebench.measure.result import Result, Status
 from tunebench.measure.timing import TimingPolicy
 
@@ -96,33 +97,7 @@ def _result_record(kind: str, shape: Shape, result: Result) -> dict[str, Any]:
     }
 
 
-def sweep_provenance(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The first sitting's provenance; when a sweep took several sittings, `sittings` lists each one's date, how
-    many measurements came before it, and whatever in its provenance differs from the first's (versions, the
-    timing policy, the command), so that a dataset measured across a change says so."""
-    sittings = [record for record in records if record["kind"] == "provenance"]
-    if not sittings:
-        raise ValueError("the journal holds no provenance record")
-    first = dict(sittings[0]["provenance"])
-    if len(sittings) > 1:
-        first["sittings"] = [
-            {"measured_before": sitting.get("measured_before", 0), "date": sitting["provenance"].get("date"),
-             **{name: value for name, value in sitting["provenance"].items()
-                if name != "date" and first.get(name) != value}}
-            for sitting in sittings]
-    return first
-
-
-def provenance_records(provenance: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The journal's provenance records that `sweep_provenance` summarized into `provenance` (its inverse)."""
-    first = {name: value for name, value in provenance.items() if name != "sittings"}
-    sittings = provenance.get("sittings") or [{"measured_before": 0}]
-    return [{"kind": "provenance", "measured_before": sitting.get("measured_before", 0),
-             "provenance": {**first, **{name: value for name, value in sitting.items() if name != "measured_before"}}}
-            for sitting in sittings]
-
-
-def dataset_records(dataset) -> list[dict[str, Any]]:
+def dataset_records(dataset: Dataset) -> list[dict[str, Any]]:
     """A saved dataset as the journal records `build_dataset` makes it from, for a dataset whose journal is gone:
     `build_dataset(kernel, dtype, dataset_records(dataset) + later_journal)` extends it with a later sitting."""
     shape_names, names = list(dataset.shape_names), list(dataset.parameter_names)
@@ -142,10 +117,8 @@ def dataset_records(dataset) -> list[dict[str, Any]]:
     return records
 
 
-def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, Any]]):
+def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, Any]]) -> Dataset:
     """The Dataset of a finished sweep: the last record of each (shape, config) wins."""
-    from tunebench.measure.dataset import Dataset
-
     kernel = get_kernel(kernel_name)
     space = kernel.config_space()
     provenance = sweep_provenance(records)
@@ -185,8 +158,6 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
     resumption without a GPU.
     """
     from tqdm import tqdm
-
-    from tunebench.measure.dataset import save_dataset
 
     if make_bench is None:
         from tunebench.measure.live import GpuBench as make_bench

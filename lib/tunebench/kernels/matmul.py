@@ -65,13 +65,13 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 336 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 384 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
 # next 48 (2026-11-26, one journal) the 793-shape one, the next 48 (2026-11-26, from
-# results/datasets/matmul_bfloat16_h100_preregistered841.parquet) the 841-shape ones, and the next three 48s
-# (one journal each) the 841-, 889- and 985-shape ones. `--check` checks them.
+# results/datasets/matmul_bfloat16_h100_preregistered841.parquet) the 841-shape ones, and the next four 48s
+# (one journal each) the 841-, 889-, 985- and again the 985-shape ones. `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -249,6 +249,14 @@ PREDICTION_SHAPES = (
     1536), (3, 896, 4864), (11, 3584, 2368), (173, 8192, 3072), (246, 16384, 2048), (2, 3072, 768), (34, 3072,
     4096), (2, 4096, 3584), (6876, 2048, 4096), (250, 4096, 4096), (93, 5120, 8192), (118, 5120, 6912), (106, 5120,
     2560), (3, 5120, 3072), (403, 1280, 3072), (1, 2048, 1536), (191, 144, 896), (106, 9472, 3584),
+    (4, 1024, 3584), (15, 4608, 3072), (483, 1216, 896), (198, 3072, 1536), (815, 2304, 3072), (4410, 3584, 1024),
+    (5, 896, 224), (507, 1024, 1536), (1064, 7168, 4096), (6, 27648, 5120), (33, 1152, 896), (583, 2048, 1536), (6,
+    4096, 3072), (1, 5120, 13824), (2843, 9728, 896), (1, 5120, 17920), (1133, 768, 2048), (131, 2304, 3072), (3750,
+    640, 3072), (144, 13824, 5120), (1, 3584, 4736), (17, 28672, 4096), (50, 35840, 5120), (9, 16384, 2048), (582,
+    896, 4864), (41, 960, 5120), (145, 2048, 2048), (4, 8192, 3072), (1192, 5120, 1280), (124, 13824, 5120), (1765,
+    7680, 5120), (2, 5120, 17920), (2, 8192, 4096), (17, 3584, 9472), (14, 2048, 3072), (3364, 3072, 768), (1260,
+    4096, 3584), (46, 5120, 8192), (122, 4480, 1536), (12, 8192, 2048), (9, 16384, 3072), (49, 28672, 3584), (176,
+    1536, 2240), (1029, 4096, 3584), (190, 8192, 14336), (69, 7680, 5120), (5458, 5120, 1280), (1448, 4096, 3584),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the

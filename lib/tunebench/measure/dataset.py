@@ -1,6 +1,8 @@
 """Recorded datasets: every measured config of one kernel x dtype x GPU model over its shapes.
 
-`save_dataset` writes one parquet file atomically; `load_dataset` reads it back and says what is wrong if it can't.
+`save_dataset` writes one parquet file atomically; `load_dataset` reads it back, with the extensions saved beside it
+(`save_extension`: later shapes in files of their own, so that growing a dataset never rewrites it), and says what is
+wrong if it can't.
 
 File format (schema_version 1): one parquet file, one row per measurement.
 
@@ -21,6 +23,10 @@ In vendor rows `status`, `compile_s`, `bench_s` and `error` may be null. The par
 under the key `tunebench`, a JSON object: `schema_version` (1), `kernel`, `dtype`, `gpu` (GPU model name),
 `shape_names`, `parameters` (each parameter's `to_spec()`, in config-space order) and `provenance` (where and
 how it was measured: GPU, driver, CUDA, torch, Triton, Python, timing method, date, command, compile workers).
+
+Extensions: the dataset `D.parquet` may have a folder `D.extensions/` of files in the same format, each holding
+shapes that none before it holds, of the same kernel, dtype, GPU model, shape names and parameters; `load_dataset`
+appends them in file-name order (`001_name.parquet`, `002_...`), and each one's sittings join the provenance.
 """
 
 from __future__ import annotations
@@ -30,10 +36,11 @@ import json
 import math
 import numbers
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -60,6 +67,8 @@ SOURCES = ("triton", "vendor")
 PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 9}
 _STATUS_VALUES = tuple(status.value for status in Status)
 _RESERVED = ("source", *MEASUREMENT_COLUMNS, "library")
+EXTENSIONS_SUFFIX = ".extensions"
+_EXTENSION_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
 
 
 class DatasetError(ValueError):
@@ -357,8 +366,12 @@ def _to_table(dataset: Dataset) -> pa.Table:
 
 
 def save_dataset(dataset: Dataset, path: str | os.PathLike[str]) -> None:
-    """Write the dataset as one parquet file, atomically: a temp file beside it, fsynced, then renamed."""
+    """Write the dataset as one parquet file, atomically: a temp file beside it, fsynced, then renamed. Refused over
+    a dataset that has extensions: its loaded form already holds their shapes, which would then be read twice."""
     path = Path(path)
+    if extension_files(path):
+        raise DatasetError(f"{path} has extensions in {extensions_directory(path)}: writing over it would count their "
+                           "shapes twice; add shapes with save_extension, or move the extensions away first")
     table = _to_table(dataset)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -384,8 +397,14 @@ def save_dataset(dataset: Dataset, path: str | os.PathLike[str]) -> None:
 
 
 def load_dataset(path: str | os.PathLike[str], *, kernel: str | None = None) -> Dataset:
-    """Read and validate a dataset file; with `kernel`, also check that it holds that kernel."""
+    """Read and validate a dataset file and its extensions; with `kernel`, also check that it holds that kernel."""
     path = Path(path)
+    dataset = _load_file(path, kernel)
+    extensions = extension_files(path)
+    return _extended(dataset, [(file, _load_file(file, kernel)) for file in extensions]) if extensions else dataset
+
+
+def _load_file(path: Path, kernel: str | None) -> Dataset:
     if not path.is_file():
         raise FileNotFoundError(f"no dataset file at {path}")
     try:
@@ -450,3 +469,89 @@ def _to_frame(table: pa.Table, columns: Sequence[str]) -> pd.DataFrame:
         else:
             data[name] = table[name].to_pandas()
     return pd.DataFrame(data)
+
+
+# -- extensions ----------------------------------------------------------------------------------
+
+def extensions_directory(path: str | os.PathLike[str]) -> Path:
+    """The folder of a dataset's extensions: `D.extensions/` beside `D.parquet`."""
+    path = Path(path)
+    return path.with_name(path.stem + EXTENSIONS_SUFFIX)
+
+
+def extension_files(path: str | os.PathLike[str]) -> list[Path]:
+    """A dataset's extension files, in the order they are appended (none when it has no extensions folder)."""
+    directory = extensions_directory(path)
+    return sorted(directory.glob("*.parquet")) if directory.is_dir() else []
+
+
+def save_extension(dataset: Dataset, path: str | os.PathLike[str], name: str) -> Path:
+    """Add `dataset`'s shapes to the dataset at `path` as its next extension file, `NNN_name.parquet`, atomically;
+    refused, before anything is written, unless they are new shapes of the same kernel, dtype, GPU and parameters."""
+    if not _EXTENSION_NAME.fullmatch(name):
+        raise ValueError(f"extension name {name!r}: use lower-case letters, digits and underscores, e.g. 'sixth_check'")
+    path = Path(path)
+    existing = extension_files(path)
+    out = extensions_directory(path) / f"{len(existing) + 1:03d}_{name}.parquet"
+    if out.exists():
+        raise DatasetError(f"{out} exists: extensions are numbered 001, 002, ... without gaps; found {existing}")
+    _extended(load_dataset(path), [(out, dataset)])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_dataset(dataset, out)
+    return out
+
+
+def _extended(base: Dataset, extensions: Sequence[tuple[Path, Dataset]]) -> Dataset:
+    """`base` with each extension's rows appended and its sittings in the provenance, each marked with its file."""
+    measurements, vendor, records = [base.measurements], [base.vendor], provenance_records(base.provenance)
+    rows, shapes = len(base.measurements) + len(base.vendor), set(base.shapes())
+    for file, extension in extensions:
+        for what in ("kernel", "dtype", "gpu", "shape_names"):
+            if getattr(extension, what) != getattr(base, what):
+                raise DatasetError(f"extension {file}: {what} {getattr(extension, what)!r} differs from the "
+                                   f"dataset's {getattr(base, what)!r}")
+        if [p.to_spec() for p in extension.parameters] != [p.to_spec() for p in base.parameters]:
+            raise DatasetError(f"extension {file}: its parameters differ from the dataset's "
+                               f"{[p.to_spec() for p in base.parameters]}")
+        again = sorted(shapes & set(extension.shapes()))
+        if again:
+            raise DatasetError(f"extension {file}: shapes {again[:5]}{' ...' if len(again) > 5 else ''} "
+                               f"({len(again)}) are already in the dataset or an earlier extension")
+        shapes |= set(extension.shapes())
+        records += [{**record, "measured_before": record["measured_before"] + rows,
+                     "provenance": {**record["provenance"], "extension": file.name}}
+                    for record in provenance_records(extension.provenance)]
+        rows += len(extension.measurements) + len(extension.vendor)
+        measurements.append(extension.measurements)
+        vendor.append(extension.vendor)
+    return Dataset(kernel=base.kernel, dtype=base.dtype, gpu=base.gpu, shape_names=base.shape_names,
+                   parameters=base.parameters, measurements=pd.concat(measurements, ignore_index=True),
+                   vendor=pd.concat(vendor, ignore_index=True), provenance=sweep_provenance(records))
+
+
+# -- provenance ----------------------------------------------------------------------------------
+
+def sweep_provenance(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The first sitting's provenance; when a sweep took several sittings, `sittings` lists each one's date, how
+    many measurements came before it, and whatever in its provenance differs from the first's (versions, the
+    timing policy, the command), so that a dataset measured across a change says so."""
+    sittings = [record for record in records if record["kind"] == "provenance"]
+    if not sittings:
+        raise ValueError("the journal holds no provenance record")
+    first = dict(sittings[0]["provenance"])
+    if len(sittings) > 1:
+        first["sittings"] = [
+            {"measured_before": sitting.get("measured_before", 0), "date": sitting["provenance"].get("date"),
+             **{name: value for name, value in sitting["provenance"].items()
+                if name != "date" and first.get(name) != value}}
+            for sitting in sittings]
+    return first
+
+
+def provenance_records(provenance: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The journal's provenance records that `sweep_provenance` summarized into `provenance` (its inverse)."""
+    first = {name: value for name, value in provenance.items() if name != "sittings"}
+    sittings = provenance.get("sittings") or [{"measured_before": 0}]
+    return [{"kind": "provenance", "measured_before": sitting.get("measured_before", 0),
+             "provenance": {**first, **{name: value for name, value in sitting.items() if name != "measured_before"}}}
+            for sitting in sittings]
