@@ -147,3 +147,37 @@ def test_provenance_records_invert_the_sittings_summary():
                                {"measured_before": 40, "date": "d1", "triton": "3.7.0"}]}
     assert sweep_provenance(provenance_records(provenance)) == provenance
     assert sweep_provenance(provenance_records({"date": "d0"})) == {"date": "d0"}
+
+
+def test_a_later_journal_extends_a_dataset_without_rewriting_it(tmp_path, monkeypatch, capsys):
+    """benchmarks/extend_dataset.py: the later sitting's complete shapes become an extension file beside the dataset,
+    whose own file stays byte for byte as it was; a shape already there, or not complete in the journal (here its
+    vendor row is missing), is refused."""
+    monkeypatch.syspath_prepend(str(TESTS.parent / "benchmarks"))
+    import extend_dataset
+
+    base = tmp_path / "base.parquet"
+    assert sweep("matmul", "bfloat16", SHAPES[:1], base, limit_configs=6, make_bench=StandInBench)
+    later = tmp_path / "later.parquet"
+    assert sweep("matmul", "bfloat16", SHAPES[1:], later, limit_configs=6, make_bench=StandInBench)
+    journal = later.with_suffix(".journal") / "journal.jsonl"
+    before = base.read_bytes()
+
+    def run(*arguments: str) -> None:
+        monkeypatch.setattr(sys, "argv", ["extend_dataset.py", "--dataset", str(base), "--journal", str(journal),
+                                          "--name", "later_check", *arguments])
+        extend_dataset.main()
+
+    run("--shapes", "5x64x32", "--write")
+    assert base.read_bytes() == before
+    extended = load_dataset(base)
+    assert sorted(extended.shapes()) == sorted(SHAPES) and len(extended.measurements) == 12
+    assert extended.provenance["sittings"][-1]["extension"] == "001_later_check.parquet"
+    assert "wrote " in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=r"already in .*: \[\(5, 64, 32\)\]"):
+        run("--shapes", "5x64x32")
+    journal.write_text("".join(line for line in journal.read_text().splitlines(keepends=True)
+                               if '"shape": [5, 64, 32]' not in line or '"kind": "vendor"' not in line))
+    (base.with_name("base.extensions") / "001_later_check.parquet").unlink()
+    with pytest.raises(SystemExit, match=r"not complete in .*: \[\(5, 64, 32\)\]"):
+        run("--shapes", "5x64x32")

@@ -215,3 +215,58 @@ def test_constructor_rejects_bad_frames():
         make_dataset(measurements=ok_without_latency)
     with pytest.raises(DatasetError, match="provenance must be JSON-able"):
         make_dataset(provenance={"when": object()})
+
+
+def shifted(dataset: Dataset, by: int, **changes) -> Dataset:
+    """The same measurements on other shapes (M + by), e.g. a later sitting's extension."""
+    moved = {"measurements": dataset.measurements.assign(M=dataset.measurements["M"] + by),
+             "vendor": dataset.vendor.assign(M=dataset.vendor["M"] + by),
+             "provenance": {**dataset.provenance, "date": f"later by {by}", "command": f"extension {by}"}}
+    return make_dataset(**{**moved, **changes})
+
+
+def test_extensions_are_appended_in_order_with_their_sittings(saved):
+    base = load_dataset(saved)
+    first = dataset_module.save_extension(shifted(base, 1000), saved, "first_check")
+    second = dataset_module.save_extension(shifted(base, 2000), saved, "second_check")
+    assert [first.name, second.name] == ["001_first_check.parquet", "002_second_check.parquet"]
+    assert dataset_module.extension_files(saved) == [first, second]
+    loaded = load_dataset(saved)
+    rows = len(base.measurements) + len(base.vendor)
+    pd.testing.assert_frame_equal(loaded.measurements, pd.concat(
+        [base.measurements, shifted(base, 1000).measurements, shifted(base, 2000).measurements], ignore_index=True))
+    assert loaded.shapes() == sorted([*SHAPES, *((m + 1000, n) for m, n in SHAPES), *((m + 2000, n) for m, n in SHAPES)])
+    assert loaded.vendor_ms((1064, 128)) == 0.9
+    assert [(s["measured_before"], s.get("extension"), s.get("command")) for s in loaded.provenance["sittings"]] == [
+        (0, None, None), (rows, first.name, "extension 1000"), (2 * rows, second.name, "extension 2000")]
+    assert {key: value for key, value in loaded.provenance.items() if key != "sittings"} == base.provenance
+
+
+def test_an_extension_is_refused_before_anything_is_written(saved):
+    base = load_dataset(saved)
+    with pytest.raises(DatasetError, match=r"shapes \[\(32, 256\), \(64, 128\)\] \(2\) are already in the dataset"):
+        dataset_module.save_extension(base, saved, "again")
+    with pytest.raises(DatasetError, match="gpu 'NVIDIA Other GPU' differs from the dataset's 'NVIDIA Test GPU'"):
+        dataset_module.save_extension(shifted(base, 1000, gpu="NVIDIA Other GPU"), saved, "other_gpu")
+    with pytest.raises(DatasetError, match="its parameters differ"):
+        dataset_module.save_extension(shifted(base, 1000, parameters=(
+            PowerOfTwo("BLOCK", 16, 128), Choice("layout", ("row", "col")), Flag("split"),
+            Ordinal("stages", (2, 3, 4)))), saved, "wider")
+    with pytest.raises(ValueError, match="extension name 'Bad name'"):
+        dataset_module.save_extension(shifted(base, 1000), saved, "Bad name")
+    assert dataset_module.extension_files(saved) == []
+
+
+def test_a_dataset_with_extensions_is_not_written_over(saved):
+    base = load_dataset(saved)
+    dataset_module.save_extension(shifted(base, 1000), saved, "later")
+    with pytest.raises(DatasetError, match="has extensions in .*toy.extensions: writing over it"):
+        save_dataset(load_dataset(saved), saved)
+    assert len(load_dataset(saved).shapes()) == 4
+
+
+def test_an_extension_dropped_in_by_hand_is_checked_on_loading(saved):
+    base = load_dataset(saved)
+    save_dataset(shifted(base, 0), dataset_module.extensions_directory(saved) / "001_copy.parquet")
+    with pytest.raises(DatasetError, match=r"extension .*001_copy.parquet: shapes .* already in the dataset"):
+        load_dataset(saved)
