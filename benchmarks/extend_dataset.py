@@ -1,5 +1,5 @@
-"""Add shapes measured in a later collector journal to a saved dataset, as an extension file beside it
-(`tunebench.measure.dataset.save_extension`): the dataset's own file is never rewritten.
+"""Add shapes measured in a later collector journal (or the dataset that sitting wrote) to a saved dataset, as an
+extension file beside it (`tunebench.measure.dataset.save_extension`): the dataset's own file is never rewritten.
 
 Run: `.venv/bin/python benchmarks/extend_dataset.py --dataset D --journal J.jsonl.gz --shapes 4x9672x2048,... --name N`
 Each listed shape must be complete in the journal: every config the dataset holds per shape, and the vendor row.
@@ -13,11 +13,14 @@ import gzip
 import json
 from pathlib import Path
 
-from tunebench.collect import build_dataset, parse_shapes
+from tunebench.collect import build_dataset, dataset_records, parse_shapes
 from tunebench.measure.dataset import load_dataset, save_extension
 
 
 def read_journal(path: Path) -> list[dict]:
+    """A journal's records; a saved dataset's (.parquet) as the records that rebuild it, when its journal is gone."""
+    if path.suffix == ".parquet":
+        return dataset_records(load_dataset(path))
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as handle:
         return [json.loads(line) for line in handle if line.strip()]
@@ -26,7 +29,7 @@ def read_journal(path: Path) -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", type=Path, required=True)
-    parser.add_argument("--journal", type=Path, required=True, help="the later sitting's journal (.jsonl or .gz)")
+    parser.add_argument("--journal", type=Path, required=True, help="the later sitting's journal (.jsonl or .gz), or the dataset it wrote (.parquet)")
     parser.add_argument("--shapes", required=True, help="comma-separated MxNxK shapes to add")
     parser.add_argument("--name", required=True, help="the extension's name, e.g. sixth_check")
     parser.add_argument("--write", action="store_true", help="write the extension beside --dataset")

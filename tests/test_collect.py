@@ -152,7 +152,7 @@ def test_provenance_records_invert_the_sittings_summary():
 def test_a_later_journal_extends_a_dataset_without_rewriting_it(tmp_path, monkeypatch, capsys):
     """benchmarks/extend_dataset.py: the later sitting's complete shapes become an extension file beside the dataset,
     whose own file stays byte for byte as it was; a shape already there, or not complete in the journal (here its
-    vendor row is missing), is refused."""
+    vendor row is missing), is refused; the dataset the sitting wrote serves as well as its journal."""
     monkeypatch.syspath_prepend(str(TESTS.parent / "benchmarks"))
     import extend_dataset
 
@@ -181,3 +181,6 @@ def test_a_later_journal_extends_a_dataset_without_rewriting_it(tmp_path, monkey
     (base.with_name("base.extensions") / "001_later_check.parquet").unlink()
     with pytest.raises(SystemExit, match=r"not complete in .*: \[\(5, 64, 32\)\]"):
         run("--shapes", "5x64x32")
+    journal = later  # the sitting's own dataset serves when its journal is gone
+    run("--shapes", "5x64x32", "--write")
+    pd.testing.assert_frame_equal(load_dataset(base).measurements, extended.measurements)
