@@ -29,7 +29,8 @@ def read_journal(path: Path) -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", type=Path, required=True)
-    parser.add_argument("--journal", type=Path, required=True, help="the later sitting's journal (.jsonl or .gz), or the dataset it wrote (.parquet)")
+    parser.add_argument("--journal", type=Path, required=True,
+                        help="the later sitting's journal (.jsonl or .gz), or the dataset it wrote (.parquet)")
     parser.add_argument("--shapes", required=True, help="comma-separated MxNxK shapes to add")
     parser.add_argument("--name", required=True, help="the extension's name, e.g. sixth_check")
     parser.add_argument("--write", action="store_true", help="write the extension beside --dataset")

@@ -235,7 +235,7 @@ def test_extensions_are_appended_in_order_with_their_sittings(saved):
     rows = len(base.measurements) + len(base.vendor)
     pd.testing.assert_frame_equal(loaded.measurements, pd.concat(
         [base.measurements, shifted(base, 1000).measurements, shifted(base, 2000).measurements], ignore_index=True))
-    assert loaded.shapes() == sorted([*SHAPES, *((m + 1000, n) for m, n in SHAPES), *((m + 2000, n) for m, n in SHAPES)])
+    assert loaded.shapes() == sorted([*SHAPES, *((m + by, n) for by in (1000, 2000) for m, n in SHAPES)])
     assert loaded.vendor_ms((1064, 128)) == 0.9
     assert [(s["measured_before"], s.get("extension"), s.get("command")) for s in loaded.provenance["sittings"]] == [
         (0, None, None), (rows, first.name, "extension 1000"), (2 * rows, second.name, "extension 2000")]
