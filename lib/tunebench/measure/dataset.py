@@ -63,7 +63,7 @@ VENDOR_COLUMNS = ("library", "latency_ms", "repeats_ms")
 VENDOR_OPTIONAL_COLUMNS = ("status", "compile_s", "bench_s", "error")
 SOURCES = ("triton", "vendor")
 # Parquet codec of every file tunebench writes: zstd at level 9 stores the recorded datasets about 12 % smaller than
-# pyarrow's default snappy (the tracked tree, datasets included, travels to the GPU machine, which takes 64 MiB at most).
+# pyarrow's default snappy (the tracked tree, datasets included, travels to the GPU machine, which takes 64 MiB).
 PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 9}
 _STATUS_VALUES = tuple(status.value for status in Status)
 _RESERVED = ("source", *MEASUREMENT_COLUMNS, "library")
