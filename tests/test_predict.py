@@ -3,8 +3,11 @@ compiled trees, and the warm-start wrapper. Runs on a small synthetic GEMM datas
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import pickle
+import zlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -79,7 +82,7 @@ def data(dataset, resources):
 
 @pytest.fixture(scope="module")
 def predictor(data):
-    return fit_predictor(data, SMALL)
+    return fit_predictor(data, replace(SMALL, models=2))
 
 
 # -- features ----------------------------------------------------------------------------------------------------
@@ -345,7 +348,7 @@ def test_tuning_chooses_on_the_mean_of_the_inner_splits(data):
 def test_compiled_forest_equals_sklearn(data):
     ranker = ConfigRanker(replace(SMALL, max_iter=30, max_depth=6, max_leaf_nodes=15)).fit(data)
     rows = np.arange(0, len(data.latency_ms), 3)
-    np.testing.assert_allclose(CompiledForest(ranker.model_).predict(data.features[rows]),
+    np.testing.assert_allclose(CompiledForest(ranker.models_[0]).predict(data.features[rows]),
                                ranker.score(data.features[rows]), rtol=1e-12, atol=1e-12)
 
 
@@ -353,10 +356,10 @@ def test_compiled_forest_bins_values_at_and_beyond_the_thresholds_as_sklearn_spl
     """The forest walks binned rows: a value equal to a split's threshold goes left, one just above it right, and
     values past the first or last threshold (infinities too) land in the end bins."""
     ranker = ConfigRanker(replace(SMALL, max_iter=30, max_depth=6, max_leaf_nodes=15)).fit(data)
-    forest = CompiledForest(ranker.model_)
+    forest = CompiledForest(ranker.models_[0])
     rng = np.random.default_rng(0)
     rows = data.features[rng.choice(len(data.features), 400)].copy()
-    for feature, edges in enumerate(ranker.model_._bin_mapper.bin_thresholds_):
+    for feature, edges in enumerate(ranker.models_[0]._bin_mapper.bin_thresholds_):
         picks = rng.choice(len(edges), len(rows)) if len(edges) else np.zeros(len(rows), dtype=int)
         at = edges[picks] if len(edges) else np.zeros(len(rows))
         rows[:100, feature] = at[:100]
@@ -366,7 +369,7 @@ def test_compiled_forest_bins_values_at_and_beyond_the_thresholds_as_sklearn_spl
 
 
 def test_compiled_forest_rejects_rows_of_another_width(data):
-    forest = CompiledForest(ConfigRanker(SMALL).fit(data).model_)
+    forest = CompiledForest(ConfigRanker(SMALL).fit(data).models_[0])
     with pytest.raises(ValueError, match=f"rows of {data.features.shape[1]} features"):
         forest.predict(data.features[:3, :-1])
 
@@ -385,6 +388,39 @@ def test_slow_rows_are_subsampled_with_inverse_probability_weights(data):
     np.testing.assert_array_equal(target, full_target[kept])
     again = ConfigRanker(SMALL).training_rows(data, rows)[0]
     np.testing.assert_array_equal(again, kept)  # seeded
+
+
+def test_models_are_seeded_apart_and_averaged(data):
+    rows = np.arange(len(data.latency_ms))
+    pair = ConfigRanker(replace(SMALL, models=2)).fit(data)
+    single = ConfigRanker(SMALL).fit(data)
+    first, second = (ConfigRanker(SMALL).training_rows(data, rows, member)[0] for member in (0, 1))
+    assert len(first) != len(second) or (first != second).any(), "each model draws its own subsample"
+    matrix = data.features[::7]
+    np.testing.assert_array_equal(pair.models_[0].predict(matrix), single.models_[0].predict(matrix))
+    assert not np.allclose(pair.models_[1].predict(matrix), pair.models_[0].predict(matrix))
+    np.testing.assert_allclose(pair.score(matrix), (pair.models_[0].predict(matrix) + pair.models_[1].predict(matrix))
+                               / 2, rtol=1e-12)
+    np.testing.assert_array_equal(pair.score(matrix, members=1), single.score(matrix))
+    staged = pair.staged_scores(matrix)
+    assert len(staged) == SMALL.max_iter
+    np.testing.assert_allclose(staged[-1], pair.score(matrix), rtol=1e-12, atol=1e-12)
+
+
+def test_a_predictor_with_fewer_models_scores_with_its_first_ones(data, predictor):
+    single = predictor.with_models(1)
+    shape = (300, 5000, 3000)
+    rows = single.candidate_features.rows(shape, np.arange(len(data.candidates)))
+    np.testing.assert_array_equal(single.model_scores(shape), predictor.ranker.models_[0].predict(rows))
+    assert len(single.forests) == 1 and single.ranker.settings.models == 1
+    with pytest.raises(ValueError, match="count must be from 1 to 2 \\(the models\\), got 3"):
+        predictor.with_models(3)
+
+
+def test_fewer_than_one_model_is_an_error():
+    for models in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=f"models must be an integer >= 1, got {models!r}"):
+            replace(SMALL, models=models)
 
 
 def test_subsample_keep_outside_its_range_is_an_error():
@@ -430,8 +466,35 @@ def test_a_file_of_another_format_version_is_rejected(tmp_path, predictor):
     path = tmp_path / "model.predictor"
     save_predictor(predictor, path)
     _rewrite_header(path, lambda header: header.__setitem__("format_version", 2))
-    with pytest.raises(PredictorError, match=f"format_version 2 is not this code's {FORMAT_VERSION}: fit and save"):
+    with pytest.raises(PredictorError, match="format_version 2 is not one this code reads \\(5, 6\\): fit and save"):
         load_predictor(path)
+
+
+def test_a_header_whose_model_count_is_not_the_payloads_is_rejected(tmp_path, predictor):
+    path = tmp_path / "model.predictor"
+    save_predictor(predictor, path)
+    assert len(load_predictor(path).forests) == 2
+    _rewrite_header(path, lambda header: header["settings"].__setitem__("models", 3))
+    with pytest.raises(PredictorError, match="the payload holds 2 models, the header's settings 3"):
+        load_predictor(path)
+
+
+def test_a_format_5_file_of_one_model_still_loads(tmp_path, data):
+    single = fit_predictor(data, SMALL)
+    path = tmp_path / "five.predictor"
+    save_predictor(single, path)
+    magic, header, payload = path.read_bytes().split(b"\n", 2)
+    assert json.loads(header)["format_version"] == FORMAT_VERSION
+    content = pickle.loads(zlib.decompress(payload))
+    content["model"] = content.pop("models")[0]
+    payload = zlib.compress(pickle.dumps(content))
+    path.write_bytes(magic + b"\n" + header + b"\n" + payload)
+    _rewrite_header(path, lambda header: header.update(format_version=5,
+                                                       payload_sha256=hashlib.sha256(payload).hexdigest()))
+    loaded = load_predictor(path)
+    for shape in [(5, 4096, 4096), (300, 5000, 3000)]:
+        np.testing.assert_array_equal(loaded.scores(shape), single.scores(shape))
+        assert loaded.best_config(shape) == single.best_config(shape)
 
 
 def test_tampered_payload_is_rejected(tmp_path, predictor):

@@ -9,7 +9,7 @@ import pytest
 from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
 from tunebench.predict import ConfigRanker, fit_predictor, load_predictor, save_predictor, select_ranker
 from tunebench.predict.evaluation import grouped_folds
-from tunebench.predict.model import INNER_SPLITS, inner_partition
+from tunebench.predict.model import FINAL_MODELS, INNER_SPLITS, inner_partition
 from tunebench.predict.neighbours import (DISTANCE_OFFSET, CorrectionSettings, NeighbourCorrection, select_correction,
                                           shape_coordinates)
 
@@ -114,8 +114,9 @@ def test_out_of_fold_scores_come_from_the_model_that_never_saw_the_shape(data): 
                                    portfolio_sizes=(0,))
     scores = info["out_of_fold_scores"]
     assert scores.shape == (len(train), len(data.candidates))
+    assert settings.models == FINAL_MODELS  # the final fit's; each inner part's model is one
     fit, validation = inner_partition(train, seed=0)[1]
-    ranker = ConfigRanker(replace(settings, portfolio_size=0)).fit(data, data.rows_of(train[fit]))
+    ranker = ConfigRanker(replace(settings, portfolio_size=0, models=1)).fit(data, data.rows_of(train[fit]))
     expected = ranker.score(data.features[data.rows_of(train[validation])]).reshape(len(validation), -1)
     np.testing.assert_allclose(scores[validation], expected)
 

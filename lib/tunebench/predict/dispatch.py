@@ -16,7 +16,7 @@ import os
 import pickle
 import tempfile
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -35,9 +35,11 @@ from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axe
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
-# 5: the payload is zlib-compressed; 4: the shortlist grid ranks the corrected scores, and the pairwise head; 3: with
-# the neighbour correction; 2: the shortlist is a grid of the model's own top lists
-FORMAT_VERSION = 5
+# 6: the ranker is a list of models, averaged; 5: the payload is zlib-compressed; 4: the shortlist grid ranks the
+# corrected scores, and the pairwise head; 3: with the neighbour correction; 2: the shortlist is a grid of the model's
+# own top lists
+FORMAT_VERSION = 6
+READABLE_VERSIONS = (5, 6)  # a format-5 file holds one model: it loads as a ranker of one
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
 # keeping the fastest scored 99.22 % mean efficiency when re-timed side by side (results/config_prediction/retime.md).
 TIMED_TOP_K = 10
@@ -83,7 +85,7 @@ class Predictor:
         self.correction = correction
         self.head = head
         self.header = dict(header or {})
-        self.forest = CompiledForest(ranker.model_)
+        self.forests = [CompiledForest(model) for model in ranker.models_]
         self.candidate_features = CandidateFeatures(self.candidates, space, dtype, resources, hardware)
         self.feature_names = feature_names(space)
 
@@ -92,6 +94,17 @@ class Predictor:
             check_dtype(dtype)
             raise PredictorError(f"this predictor was trained for {self.dtype}, not {dtype!r}")
         return self.candidate_features.rows(checked_shape(shape), candidates)
+
+    def with_models(self, count: int) -> Predictor:
+        """The same predictor with only its ranker's first `count` models (an ablation of their average); its
+        shortlist grid is still the whole average's."""
+        if not 1 <= count <= len(self.ranker.models_):
+            raise ValueError(f"count must be from 1 to {len(self.ranker.models_)} (the models), got {count}")
+        ranker = ConfigRanker(replace(self.ranker.settings, models=count))
+        ranker.models_ = self.ranker.models_[:count]
+        return Predictor(ranker, self.space, self.candidates, kernel=self.kernel, dtype=self.dtype, gpu=self.gpu,
+                         hardware=self.hardware, resources=self.resources, shortlist=self.shortlist,
+                         portfolio=self.portfolio, correction=self.correction, head=self.head, header=self.header)
 
     def config(self, index: int) -> dict[str, int]:
         return dict(zip(self.space.names, (int(value) for value in self.candidates[index])))
@@ -144,7 +157,7 @@ class Predictor:
         shape = checked_shape(shape)
         shortlist = self.shortlist.for_shape(shape)
         matrix = self._features(shape, dtype, shortlist)
-        scores = self.forest.predict(matrix)
+        scores = np.mean([forest.predict(matrix) for forest in self.forests], axis=0)
         if self.correction is not None:
             scores = scores + self.correction.for_shape(shape, shortlist)
         if self.head is None:
@@ -218,7 +231,7 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
 
 
 # ---------------------------------------------------------------------------------------------
-# File format: MAGIC, one line of JSON header, then a zlib-compressed pickle of the model, shortlist, resources,
+# File format: MAGIC, one line of JSON header, then a zlib-compressed pickle of the models, shortlist, resources,
 # correction and head
 # ---------------------------------------------------------------------------------------------
 
@@ -238,10 +251,10 @@ def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
 
 
 def save_predictor(predictor: Predictor, path: str | os.PathLike[str]) -> None:
-    """Write the predictor atomically: the magic line, a JSON header line, then the model, shortlist, compiled
+    """Write the predictor atomically: the magic line, a JSON header line, then the models, shortlist, compiled
     resources, neighbour correction and head, pickled and zlib-compressed."""
     path = Path(path)
-    content = {"model": predictor.ranker.model_, "shortlist": predictor.shortlist, "resources": predictor.resources,
+    content = {"models": predictor.ranker.models_, "shortlist": predictor.shortlist, "resources": predictor.resources,
                "correction": predictor.correction, "head": predictor.head}
     payload = zlib.compress(pickle.dumps(content), PAYLOAD_COMPRESSION_LEVEL)
     header = json.dumps(_header(predictor, payload), sort_keys=True).encode()
@@ -270,9 +283,9 @@ def _read(path: Path) -> tuple[dict[str, Any], bytes]:
             raise PredictorError(f"{path}: the header line is not valid JSON ({error})") from None
         payload = stream.read()
     version = header.get("format_version") if isinstance(header, dict) else None
-    if version != FORMAT_VERSION:
-        raise PredictorError(f"{path}: format_version {version!r} is not this code's {FORMAT_VERSION}: fit and save "
-                             f"the predictor again")
+    if version not in READABLE_VERSIONS:
+        raise PredictorError(f"{path}: format_version {version!r} is not one this code reads "
+                             f"({', '.join(map(str, READABLE_VERSIONS))}): fit and save the predictor again")
     return header, payload
 
 
@@ -297,11 +310,16 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
         raise PredictorError(f"{path}: feature schema mismatch: the file's {len(stored)} features differ from the "
                              f"{len(expected)} this code computes ({'; '.join(differing[:3]) or 'lengths differ'})")
     content = pickle.loads(zlib.decompress(payload))
-    model = content["model"]
-    if int(model.n_features_in_) != len(expected):
-        raise PredictorError(f"{path}: the model takes {model.n_features_in_} features, the schema has {len(expected)}")
+    models = content["models"] if "models" in content else [content["model"]]
+    for model in models:
+        if int(model.n_features_in_) != len(expected):
+            raise PredictorError(f"{path}: a model takes {model.n_features_in_} features, the schema has "
+                                 f"{len(expected)}")
     ranker = ConfigRanker(RankerSettings(**header["settings"]))
-    ranker.model_ = model
+    if len(models) != ranker.settings.models:
+        raise PredictorError(f"{path}: the payload holds {len(models)} models, the header's settings "
+                             f"{ranker.settings.models}")
+    ranker.models_ = models
     return Predictor(ranker, space, np.array(header["candidates"], dtype=np.int64), kernel=kernel,
                      dtype=header["dtype"], gpu=header["gpu"], hardware=Hardware(**header["hardware"]),
                      resources=content["resources"], shortlist=content["shortlist"],

@@ -37,6 +37,8 @@ class FoldOutcome:
     scores: np.ndarray  # (test shapes, candidates), sklearn's predict over every candidate, corrected, head re-ordered
     corrected_scores: np.ndarray  # (test shapes, candidates), the model plus the correction, without the head
     model_scores: np.ndarray  # (test shapes, candidates), the model alone
+    first_model_scores: np.ndarray  # (test shapes, candidates), `scores` with the ranker's first model only
+    first_model_alone: np.ndarray  # (test shapes, candidates), `model_scores` of the first model only
     dispatched: np.ndarray  # (test shapes,) the candidate best_config returned
     rank_ms: np.ndarray  # (test shapes,) features + sklearn predict over every candidate
     dispatch_ms: np.ndarray  # (test shapes,) median of DISPATCH_REPEATS best_config calls
@@ -64,6 +66,14 @@ class CrossValidation:
     def model_scores(self, pipeline: str) -> np.ndarray:
         """(shapes, candidates) out-of-fold scores of the model alone, without the neighbour correction."""
         return self._gather(pipeline, "model_scores")
+
+    def first_model_scores(self, pipeline: str) -> np.ndarray:
+        """(shapes, candidates) out-of-fold scores of the whole pipeline with the ranker's first model only."""
+        return self._gather(pipeline, "first_model_scores")
+
+    def first_model_alone(self, pipeline: str) -> np.ndarray:
+        """(shapes, candidates) out-of-fold scores of the ranker's first model alone."""
+        return self._gather(pipeline, "first_model_alone")
 
     def dispatched(self, pipeline: str) -> np.ndarray:
         return self._gather(pipeline, "dispatched")
@@ -99,6 +109,8 @@ def score_fold(data: TrainingData, fold: int, train: np.ndarray, test: np.ndarra
     fit_s = time.perf_counter() - started
     inner = max(trial["inner_mean_efficiency"] for trial in tuning["tried"])
     scores, corrected_scores, model_scores, dispatched, rank_ms, dispatch_ms = [], [], [], [], [], []
+    first_model, first_alone = [], []
+    single = predictor.with_models(1)
     with threadpool_limits(1):
         for index in test:
             shape = _shape(data, index)
@@ -107,12 +119,15 @@ def score_fold(data: TrainingData, fold: int, train: np.ndarray, test: np.ndarra
             rank_ms.append(1e3 * (time.perf_counter() - begin))
             corrected_scores.append(restrict(predictor.corrected_scores(shape), predictor.portfolio))
             model_scores.append(restrict(predictor.model_scores(shape), predictor.portfolio))
+            first_model.append(single.scores(shape))
+            first_alone.append(restrict(single.model_scores(shape), predictor.portfolio))
             dispatched.append(_dispatch_index(predictor, shape))
             dispatch_ms.append(dispatch_latency_ms(predictor, shape))
     correction = None if predictor.correction is None else asdict(predictor.correction.settings)
     head = None if predictor.head is None else asdict(predictor.head.settings)
     return FoldOutcome(fold, objective, train, test, settings, inner, tuning["tried"], np.array(scores),
-                       np.array(corrected_scores), np.array(model_scores), np.array(dispatched), np.array(rank_ms),
+                       np.array(corrected_scores), np.array(model_scores), np.array(first_model),
+                       np.array(first_alone), np.array(dispatched), np.array(rank_ms),
                        np.array(dispatch_ms), fit_s, correction, head)
 
 
