@@ -65,13 +65,15 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 384 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 528 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
 # next 48 (2026-11-26, one journal) the 793-shape one, the next 48 (2026-11-26, from
-# results/datasets/matmul_bfloat16_h100_preregistered841.parquet) the 841-shape ones, and the next four 48s
-# (one journal each) the 841-, 889-, 985- and again the 985-shape ones. `--check` checks them.
+# results/datasets/matmul_bfloat16_h100_preregistered841.parquet) the 841-shape ones, the next five 48s (one
+# journal each) the 841-, 889-, 985-, again the 985- and the 1,081-shape ones, and the last two 48s (2026-11-26,
+# from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one.
+# `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -265,6 +267,22 @@ PREDICTION_SHAPES = (
     (4154, 5120, 2560), (1169, 1792, 5120), (14, 6144, 4096), (991, 4096, 7168), (4932, 896, 4864), (56, 3584, 3584),
     (2808, 3072, 1024), (2, 4096, 14336), (14, 1152, 896), (8135, 9728, 896), (570, 5120, 13824), (7, 4096, 2048), (703,
     256, 1536), (60, 1792, 5120), (4, 3072, 384), (2, 960, 5120), (49, 5120, 2560),
+    (14, 5120, 8192), (84, 1536, 4480), (281, 16384, 3072), (152, 3072, 8192), (19, 3072, 4096), (4, 8192, 1024),
+    (11, 3072, 8192), (1531, 3072, 1024), (634, 3584, 3584), (2, 6912, 5120), (64, 5120, 2240), (2, 768, 2048),
+    (8, 4096, 3072), (90, 35840, 5120), (472, 37888, 3584), (20, 5120, 8960), (9, 3584, 5120), (3, 1216, 896),
+    (22, 1536, 1536), (1194, 1536, 2240), (1220, 3072, 8192), (8161, 288, 896), (3613, 3584, 3584), (3746, 576, 3584),
+    (19, 1536, 2048), (1651, 5120, 1280), (9, 2048, 3072), (183, 14336, 8192), (189, 4608, 3072), (4783, 5120, 4480),
+    (12, 5120, 2560), (8, 5120, 640), (2, 7168, 5120), (245, 896, 5120), (19, 4096, 1792), (515, 3584, 5120),
+    (1911, 17920, 1536), (8, 4736, 3584), (1303, 1536, 4480), (650, 4096, 1024), (2, 4096, 1792), (3, 3584, 448),
+    (7909, 5120, 640), (2582, 4480, 5120), (9, 8192, 3072), (42, 3840, 5120), (3941, 3584, 3584), (10, 3072, 3072),
+    (1, 18944, 3584), (3552, 8960, 1536), (274, 896, 608), (34, 3584, 4736), (60, 5120, 2240), (55, 14336, 8192),
+    (7, 17920, 5120), (69, 1280, 3072), (66, 640, 3072), (57, 896, 1216), (3, 2048, 8192), (401, 896, 2432),
+    (825, 5120, 2560), (58, 28672, 8192), (42, 2048, 2048), (813, 144, 896), (6114, 1536, 192), (11, 18944, 3584),
+    (1544, 1536, 4096), (3039, 4608, 3072), (31, 896, 2432), (938, 3072, 4096), (2, 3584, 448), (100, 3584, 4736),
+    (134, 3584, 4096), (19, 1536, 8960), (45, 3584, 3584), (16, 2048, 512), (42, 4864, 896), (67, 7168, 4096),
+    (5836, 640, 3072), (251, 2048, 3072), (7150, 1280, 8192), (387, 3072, 2048), (2208, 256, 1536), (3, 8192, 3072),
+    (1167, 4096, 3072), (2, 16384, 2048), (4062, 4608, 3584), (33, 3072, 2048), (282, 4608, 3584), (59, 5120, 2240),
+    (6, 5120, 17920), (2, 896, 896), (1256, 7168, 8192), (44, 2048, 256), (316, 4096, 2048), (2633, 3072, 768),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
