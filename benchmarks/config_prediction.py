@@ -1,7 +1,7 @@
 """Config prediction for unseen GEMM shapes, scored by shape-grouped cross-validation, and warm-started search on the
 held-out shapes; writes results/config_prediction/ (summary.md, per_shape.csv, warm_start.csv, the trained predictor).
 
-Run: `.venv/bin/python benchmarks/config_prediction.py` (about 75 minutes on 2 cores).
+Run: `.venv/bin/python benchmarks/config_prediction.py` (about 100 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,9 @@ from tunebench.predict import (ALIGNMENTS, SELECTED, alignment, by_alignment, by
 from tunebench.predict.compiled import divisibility, load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
 from tunebench.predict.head import HEAD_SIZE, LEAF_CHOICES
-from tunebench.predict.model import (INNER_SPLITS, ITERATION_CHOICES, MAX_TRAINING_SPREAD, OBJECTIVES, PORTFOLIO_CHOICES,
-                                     SUBSAMPLE_BELOW, SUBSAMPLE_KEEP, TUNING_GRID, RankerSettings, relative_speed)
+from tunebench.predict.model import (FINAL_MODELS, INNER_SPLITS, ITERATION_CHOICES, MAX_TRAINING_SPREAD, OBJECTIVES,
+                                     PORTFOLIO_CHOICES, SUBSAMPLE_BELOW, SUBSAMPLE_KEEP, TUNING_GRID, RankerSettings,
+                                     relative_speed)
 from tunebench.predict.protocol import N_SPLITS, dispatch_latency_ms
 from tunebench.predict.shortlist import CLASSES, M_STEP, NK_STEP, PER_POINT, SIZE
 from tunebench.predict.transfer import SOURCE_ONLY, TARGET_ONLY, transfer_efficiency
@@ -240,6 +242,12 @@ def main() -> int:
                                summarize_efficiency(without_head)))
     model_alone = per_shape_table(data.shapes, cv.model_scores(SELECTED), latency)
     rows.append(efficiency_row("the same, the model alone (no correction, no head)", summarize_efficiency(model_alone)))
+    first_model = per_shape_table(data.shapes, cv.first_model_scores(SELECTED), latency)
+    rows.append(efficiency_row(f"ablation: the full ranking with the first of the {FINAL_MODELS} averaged models only",
+                               summarize_efficiency(first_model)))
+    first_alone = per_shape_table(data.shapes, cv.first_model_alone(SELECTED), latency)
+    rows.append(efficiency_row("ablation: the first model alone (no correction, no head)",
+                               summarize_efficiency(first_alone)))
     rows.append(efficiency_row("dispatcher best_config (selected; shortlist + compiled trees)",
                                summarize_efficiency(dispatch_tables[SELECTED])))
     timed_top_k = {k: best_of_top_k(cv.scores(SELECTED), latency, k) for k in MEASURED_TOP_K}
@@ -275,7 +283,7 @@ def main() -> int:
     # -- the deployed predictor: trained on every shape, objective and settings chosen on inner splits -------
     print("fitting the deployed predictor on every shape", flush=True)
     fit_started = time.perf_counter()
-    with threadpool_limits(1):
+    with threadpool_limits(args.workers):  # one process now: its fits and predictions take every worker's core
         candidates = [select_ranker(data, np.arange(len(data.shapes)), objective) for objective in OBJECTIVES]
         settings, tuning = max(candidates, key=lambda c: max(t["inner_mean_efficiency"] for t in c[1]["tried"]))
         selected_summary = summarize_efficiency(tables[SELECTED])
@@ -337,6 +345,8 @@ def main() -> int:
     per_shape["dispatcher_efficiency"] = dispatch_tables[SELECTED]["efficiency"]
     per_shape["without_head_efficiency"] = without_head["efficiency"]
     per_shape["model_alone_efficiency"] = model_alone["efficiency"]
+    per_shape["first_model_efficiency"] = first_model["efficiency"]
+    per_shape["first_model_alone_efficiency"] = first_alone["efficiency"]
     for k, efficiency in timed_top_k.items():
         per_shape[f"{SELECTED}_top{k}_timed_efficiency"] = efficiency
     per_shape["predicted_config"] = [",".join(map(str, data.candidates[i])) for i in tables[SELECTED]["predicted"]]
@@ -363,8 +373,8 @@ def main() -> int:
         target_dataset = load_dataset(args.transfer_dataset, kernel=data.kernel)
         target = training_data(target_dataset, resources)
         print(f"transfer to {target.gpu}", flush=True)
-        with threadpool_limits(1):
-            transfer = transfer_efficiency(data, target, settings, TRANSFER_ADDED_SHAPES, N_SPLITS)
+        with threadpool_limits(args.workers):
+            transfer = transfer_efficiency(data, target, replace(settings, models=1), TRANSFER_ADDED_SHAPES, N_SPLITS)
         transfer.to_csv(args.out / "transfer.csv", index=False)
         order = [SOURCE_ONLY, *(f"source + {k} target shapes" for k in TRANSFER_ADDED_SHAPES if k), TARGET_ONLY]
         transfer_rows = []
@@ -386,7 +396,8 @@ shapes, {common} of them also measured on the source; `{os.path.relpath(args.tra
 target shape is scored on the target's own measurements, by a model trained on the source shapes plus k of the
 fold's target training shapes (seeded draw), or on the fold's target training shapes alone. A held-out shape is unseen
 on both GPUs: the source's measurements of the fold's test shapes are left out of its training data too. The settings
-are the deployed model's, tuned on the source: no target shape tunes anything. Per shape in `transfer.csv`.
+are the deployed model's, tuned on the source, except that each fit is one model, not an average of {FINAL_MODELS} (to
+keep the run's time): no target shape tunes anything. Per shape in `transfer.csv`.
 
 {markdown_table(transfer_table)}
 
@@ -412,7 +423,8 @@ Mean efficiency per alignment class of the target's shapes (shapes per class in 
     text = f"""# Config prediction for unseen GEMM shapes (bf16, H100)
 
 Command: `{command}` ({total_s:.0f} s on this machine: cross-validation {cv_s:.0f} s, deployed model {fit_s:.0f} s,
-search replays {search_s:.0f} s; {args.workers} single-threaded worker processes).
+search replays {search_s:.0f} s; cross-validation and replays in {args.workers} single-threaded worker processes, the
+deployed model's and the transfer's fits in one process of {args.workers} threads).
 
 Data: `{os.path.relpath(args.dataset, REPO)}`, {len(shapes)} shapes x {count} candidate configs, all valid, measured
 on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?')}). The model picks among the
@@ -430,9 +442,11 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
   portfolio (the model picks only among the {", ".join(str(size) for size in PORTFOLIO_CHOICES if size)} configs that
   greedily cover the inner training shapes' near-best configs, or among all {count}) and, for the `selected`
   pipeline, the objective, by the mean efficiency of the picks on the inner validation shapes. The portfolio is then
-  chosen again on all of the fold's training shapes. Then the **neighbour correction** (`predict/neighbours.py`): each
-  training shape's residuals (its targets minus the scores of the part's model that never saw it) correct a new
-  shape's scores by their mean over its k nearest training shapes (log2 M, N, K and alignment), times a strength; k,
+  chosen again on all of the fold's training shapes. The fold's model is then fitted on all its training shapes as
+  the average of {FINAL_MODELS} models seeded apart (each its own subsample of slow rows and its own binning; the inner
+  parts fit one; the "ablation" rows score the first of them alone). Then the **neighbour correction**
+  (`predict/neighbours.py`): each training shape's residuals (its targets minus the scores of the part's model that
+  never saw it) correct a new shape's scores by their mean over its k nearest training shapes (log2 M, N, K and alignment), times a strength; k,
   the distance's class penalty and M scale, inverse-distance weighting and the strength (0: off) are chosen by
   leave-one-shape-out efficiency over the training shapes. Last, the **pairwise head** (`predict/head.py`): on each
   training shape's top {HEAD_SIZE} by those out-of-fold scores, corrected from the other shapes' residuals, a gradient-boosted
