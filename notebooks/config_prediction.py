@@ -21,6 +21,8 @@
 # Run with other parameters: `.venv/bin/python -m tunebench.report notebooks/config_prediction.py -p fold 2`.
 
 # %%
+from dataclasses import replace
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -45,6 +47,7 @@ compiled_resources = "results/datasets/matmul_bfloat16_sm90_compiled.csv"  # its
 results_dir = "results/config_prediction"  # what benchmarks/config_prediction.py wrote
 fold = 0  # the outer fold (of 5) fitted here for importances and traces
 permutation_repeats = 3  # shuffles per feature for the permutation importance
+importance_models = 1  # models averaged in the fit for importances and traces (the deployed predictor averages more)
 trace_shapes = 3  # held-out shapes of the fold whose cold and warm searches are traced
 trace_strategy = "lfbo"  # the inner strategy of the traced searches
 seeds_k = 10  # the model's top configs the warm start measures first
@@ -59,7 +62,7 @@ results = repo_path(results_dir)
 per_shape = pd.read_csv(results / "per_shape.csv")
 header = read_header(next(results.glob("*.predictor")))
 show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "results_dir": results_dir, "fold": fold, "permutation_repeats": permutation_repeats,
-                 "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
+                 "importance_models": importance_models, "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
                  "cdf_from": cdf_from, "retime_journal": retime_journal},
                 {"kernel": data.kernel, "dtype": data.dtype, "gpu": data.gpu, "shapes": len(data.shapes),
                  "candidates": len(data.candidates), "deployed model": str(header["settings"]),
@@ -118,11 +121,11 @@ summary.style.format({"mean": "{:.2%}", "p10": "{:.2%}", "min": "{:.2%}", "media
 # ## What the model looks at
 # Permutation importance on the held-out shapes of one fold: how much the mean efficiency of the picks drops when
 # one feature's column is shuffled across the fold's rows (the model was trained on the other folds, with the
-# deployed model's settings).
+# deployed model's settings, but averaging `importance_models` models: one by default, to keep the notebook quick).
 
 # %%
 train, test = grouped_folds(data.group, 5)[fold]
-settings = RankerSettings(**header["settings"])
+settings = replace(RankerSettings(**header["settings"]), models=importance_models)
 with threadpool_limits(1):
     predictor = fit_predictor(data, settings, train, shortlist_shapes=())  # no dispatcher grid: ranks only
 rows = data.rows_of(test)
