@@ -20,7 +20,7 @@ COUNT = 624  # the first 96 checked the 697-shape predictor (stop 22); the next 
 # (frozen before they were measured); the next 48 stop 25's 985-shape one (frozen before they were measured); the
 # next 48 the same 985-shape one again (stop 26, frozen before they were measured); the next 48 stop 26's 1,081-shape
 # one (frozen before they were measured); the next 96 stop 27's 1,129-shape one (frozen before they were measured);
-# the next 48 that same 1,129-shape one again (stop 28, frozen before they were measured); the next 48 stop 28's
+# the next 48 that same 1,129-shape one again (stop 28, frozen before they were measured); the next 48 stop 29's
 # 1,225-shape one, averaging two models (frozen before they were measured)
 BATCH = 16
 # (hidden size, intermediate size, attention heads, key-value heads, head dim), from each model's config.json on the
