@@ -65,15 +65,16 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 528 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 624 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
 # next 48 (2026-11-26, one journal) the 793-shape one, the next 48 (2026-11-26, from
 # results/datasets/matmul_bfloat16_h100_preregistered841.parquet) the 841-shape ones, the next five 48s (one
-# journal each) the 841-, 889-, 985-, again the 985- and the 1,081-shape ones, and the last two 48s (2026-11-26,
-# from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one.
-# `--check` checks them.
+# journal each) the 841-, 889-, 985-, again the 985- and the 1,081-shape ones, the next two 48s (2026-11-26,
+# from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one,
+# and the last two 48s (2026-11-26/27, from _eleventh.parquet and _twelfth.parquet) again the 1,129-shape one and
+# the 1,225-shape one. `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -283,6 +284,22 @@ PREDICTION_SHAPES = (
     (5836, 640, 3072), (251, 2048, 3072), (7150, 1280, 8192), (387, 3072, 2048), (2208, 256, 1536), (3, 8192, 3072),
     (1167, 4096, 3072), (2, 16384, 2048), (4062, 4608, 3584), (33, 3072, 2048), (282, 4608, 3584), (59, 5120, 2240),
     (6, 5120, 17920), (2, 896, 896), (1256, 7168, 8192), (44, 2048, 256), (316, 4096, 2048), (2633, 3072, 768),
+    (1481, 288, 896), (9, 4096, 1024), (382, 2048, 1024), (1971, 768, 4096), (5, 9728, 896), (1273, 10240, 8192),
+    (9, 3584, 3584), (213, 384, 2048), (5, 28672, 8192), (1818, 2240, 1536), (4, 16384, 3072), (2, 768, 4096),
+    (956, 4864, 896), (2756, 576, 896), (1463, 3072, 4096), (544, 3584, 2368), (243, 5120, 5120), (444, 4096, 3072),
+    (2, 8192, 1024), (3, 3072, 4096), (1358, 2048, 2048), (7, 3584, 1792), (12, 2048, 3072), (1053, 8960, 5120),
+    (5189, 896, 896), (28, 3584, 9472), (2, 5120, 6912), (5, 9472, 3584), (700, 5120, 17920), (32, 7680, 5120),
+    (125, 8192, 14336), (3, 17920, 5120), (1161, 3456, 5120), (459, 5120, 640), (177, 3072, 384), (7, 8192, 3072),
+    (955, 1536, 1120), (2, 2240, 1536), (1620, 5120, 1280), (9, 3584, 18944), (20, 5120, 5120), (8, 10240, 8192),
+    (1855, 4096, 3072), (4, 8192, 3584), (1182, 1280, 8192), (4, 4096, 512), (9, 3584, 2368), (109, 3456, 5120),
+    (147, 2048, 2048), (812, 2048, 2048), (51, 3584, 18944), (23, 2048, 8192), (568, 3456, 5120), (9, 3072, 4096),
+    (21, 3584, 7168), (219, 9216, 3072), (6, 576, 896), (2, 2560, 8192), (122, 896, 1216), (4023, 3584, 448),
+    (1498, 4096, 3072), (111, 8192, 3072), (147, 28672, 8192), (92, 3584, 3584), (1724, 5120, 2560), (1, 5120, 3456),
+    (2610, 3584, 2368), (800, 1536, 2240), (289, 3584, 14336), (4, 1152, 3584), (3297, 3584, 1792), (814, 2240, 1536),
+    (2111, 8960, 1536), (32, 5120, 2560), (16, 3072, 384), (4, 3584, 9472), (7133, 2048, 2048), (121, 2048, 1024),
+    (2976, 2304, 3072), (125, 8192, 2048), (39, 4608, 3584), (1440, 1152, 896), (1189, 576, 896), (2680, 4096, 1792),
+    (723, 5120, 5120), (2429, 2048, 8192), (77, 3584, 9472), (2363, 144, 896), (38, 2048, 8192), (142, 576, 896),
+    (20, 4736, 3584), (8, 3584, 3584), (223, 3584, 896), (4, 960, 5120), (3038, 1216, 896), (31, 3072, 1536),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
