@@ -368,6 +368,20 @@ def test_compiled_forest_bins_values_at_and_beyond_the_thresholds_as_sklearn_spl
     np.testing.assert_allclose(forest.predict(rows), ranker.score(rows), rtol=1e-12, atol=1e-12)
 
 
+def test_compiled_forest_of_several_models_is_their_mean(data):
+    """Two models of different seeds (so their slow rows, and thus their bin thresholds, differ): one walk over both
+    is the mean of their sklearn predictions."""
+    first, second = (ConfigRanker(replace(SMALL, max_iter=30, max_depth=6, max_leaf_nodes=15, random_state=seed)
+                                  ).fit(data).models_[0] for seed in (0, 1))
+    assert any(not np.array_equal(a, b) for a, b in zip(first._bin_mapper.bin_thresholds_,
+                                                        second._bin_mapper.bin_thresholds_))
+    rows = data.features[::3]
+    np.testing.assert_allclose(CompiledForest(first, second).predict(rows),
+                               (first.predict(rows) + second.predict(rows)) / 2, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="at least one model"):
+        CompiledForest()
+
+
 def test_compiled_forest_rejects_rows_of_another_width(data):
     forest = CompiledForest(ConfigRanker(SMALL).fit(data).models_[0])
     with pytest.raises(ValueError, match=f"rows of {data.features.shape[1]} features"):
@@ -412,7 +426,8 @@ def test_a_predictor_with_fewer_models_scores_with_its_first_ones(data, predicto
     shape = (300, 5000, 3000)
     rows = single.candidate_features.rows(shape, np.arange(len(data.candidates)))
     np.testing.assert_array_equal(single.model_scores(shape), predictor.ranker.models_[0].predict(rows))
-    assert len(single.forests) == 1 and single.ranker.settings.models == 1
+    assert len(single.forest.roots) == len(predictor.ranker.models_[0]._predictors)
+    assert single.ranker.settings.models == 1
     with pytest.raises(ValueError, match="count must be from 1 to 2 \\(the models\\), got 3"):
         predictor.with_models(3)
 
@@ -473,7 +488,7 @@ def test_a_file_of_another_format_version_is_rejected(tmp_path, predictor):
 def test_a_header_whose_model_count_is_not_the_payloads_is_rejected(tmp_path, predictor):
     path = tmp_path / "model.predictor"
     save_predictor(predictor, path)
-    assert len(load_predictor(path).forests) == 2
+    assert len(load_predictor(path).ranker.models_) == 2
     _rewrite_header(path, lambda header: header["settings"].__setitem__("models", 3))
     with pytest.raises(PredictorError, match="the payload holds 2 models, the header's settings 3"):
         load_predictor(path)

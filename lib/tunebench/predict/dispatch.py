@@ -4,7 +4,8 @@
 from the nearest training shapes' out-of-fold errors (`predict.neighbours`) and re-orders the top 10 with the pairwise
 head (`predict.head`); `Predictor.best_config` is the fast path: it scores a shortlist (the top configs of the
 corrected scores at the grid shapes around the query, `predict.shortlist`) with the same trees compiled to flat numpy
-arrays (`predict.forest`), because sklearn's predict pays about 10-20 us per tree per call whatever the number of rows.
+arrays, every model's in one walk (`predict.forest`), because sklearn's predict pays about 10-20 us per tree per call
+whatever the number of rows.
 `Predictor.timed_best_config` spends k measurements: it times the model's top k and keeps the fastest.
 """
 
@@ -85,7 +86,7 @@ class Predictor:
         self.correction = correction
         self.head = head
         self.header = dict(header or {})
-        self.forests = [CompiledForest(model) for model in ranker.models_]
+        self.forest = CompiledForest(*ranker.models_)
         self.candidate_features = CandidateFeatures(self.candidates, space, dtype, resources, hardware)
         self.feature_names = feature_names(space)
 
@@ -157,7 +158,7 @@ class Predictor:
         shape = checked_shape(shape)
         shortlist = self.shortlist.for_shape(shape)
         matrix = self._features(shape, dtype, shortlist)
-        scores = np.mean([forest.predict(matrix) for forest in self.forests], axis=0)
+        scores = self.forest.predict(matrix)
         if self.correction is not None:
             scores = scores + self.correction.for_shape(shape, shortlist)
         if self.head is None:

@@ -1,8 +1,8 @@
-"""A fitted HistGradientBoosting model's trees as flat numpy arrays, for predicting a few rows fast.
+"""Fitted HistGradientBoosting models' trees as flat numpy arrays, for predicting a few rows fast.
 
 sklearn's predict pays about 10-20 us per tree per call whatever the number of rows; the dispatcher scores a couple of
-dozen rows per call, so it bins them by the model's thresholds and walks the trees itself, in loops compiled by numba:
-tree by tree, each level over every row.
+dozen rows per call, so it bins them by the models' thresholds and walks the trees itself, in loops compiled by numba:
+tree by tree, each level over every row; an average of models is one such walk.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _sibling_order(nodes: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _bin(matrix: np.ndarray, used: np.ndarray, thresholds: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(rows, len(used)): each used feature's value binned as the model's bin mapper bins it, the number of the
+    """(rows, len(used)): each used feature's value binned as its model's bin mapper bins it, the number of the
     feature's thresholds below the value (`thresholds` (used, 256), each row sorted, `counts` of them), so that
     value <= threshold b exactly when bin <= b."""
     rows, width = matrix.shape[0], used.shape[0]
@@ -66,51 +66,64 @@ def _walk(binned: np.ndarray, roots: np.ndarray, links: np.ndarray, value: np.nd
 
 
 class CompiledForest:
-    """The trees of a fitted HistGradientBoostingRegressor (or binary classifier) as flat arrays, walked by loops that
-    numba compiles (`_bin`, `_walk`). Exactly the regressor's predictions (the classifier's `decision_function`) for
-    inputs without NaN (tests check). Reads sklearn's private `_predictors`, `_bin_mapper` and
-    `_baseline_prediction`: the equality tests guard a change of version.
+    """The trees of fitted HistGradientBoostingRegressors (or binary classifiers) as flat arrays, walked by loops that
+    numba compiles (`_bin`, `_walk`). Given one model, exactly its predictions (a classifier's `decision_function`)
+    for inputs without NaN; given several, the mean of theirs, to rounding (tests check). Reads sklearn's private
+    `_predictors`, `_bin_mapper` and `_baseline_prediction`: the equality tests guard a change of version.
 
-    A row's features that some split reads are first binned by the model's own thresholds (a split sends value <= its
+    A row's features that some split reads are first binned by each model's own thresholds (a split sends value <= its
     threshold left exactly when the value's bin is <= the split's bin threshold), so a node needs 4 bytes instead of a
     float64 threshold and a link: a forest of 1000 trees of 127 leaves is 1 MB, not 4, and the walk about a quarter
     faster. Nodes are stored breadth first per tree, children side by side, so a step is `node = left[node] +
-    go_right`; a leaf is its own left child with the largest bin threshold, so rows that reached one stay there."""
+    go_right`; a leaf is its own left child with the largest bin threshold, so rows that reached one stay there.
+    Several models (an average: leaf values divided by their count) are one walk over one binned matrix, whose
+    columns are (model, feature) pairs, since each model bins by its own thresholds."""
 
-    def __init__(self, model: Any) -> None:
-        links, values, roots = [], [], []
+    def __init__(self, *models: Any) -> None:
+        if not models:
+            raise ValueError("a compiled forest needs at least one model")
+        widths = sorted({int(model.n_features_in_) for model in models})
+        if len(widths) > 1:
+            raise ValueError(f"the models read different numbers of features: {widths}")
+        links, values, roots, used, bin_thresholds, depths = [], [], [], [], [], []
         start = 0
-        trees = [predictors[0].nodes for predictors in model._predictors]
-        split_on = [nodes["feature_idx"][~nodes["is_leaf"].astype(bool)] for nodes in trees]
-        self.used = np.unique(np.concatenate([np.zeros(1, np.int64), *split_on]))  # 0 at least: leaves point there
-        if len(self.used) > 256:
-            raise ValueError(f"{len(self.used)} features split on: the compiled forest's nodes hold fewer than 256")
-        column = np.zeros(int(model.n_features_in_), dtype=np.int64)
-        column[self.used] = np.arange(len(self.used))
-        for nodes in trees:
-            if nodes["is_categorical"].any():
-                raise ValueError("categorical splits are not supported by the compiled forest")
-            order = _sibling_order(nodes)
-            if len(order) > MAX_TREE_NODES:
-                raise ValueError(f"a tree of {len(order)} nodes: the compiled forest holds at most {MAX_TREE_NODES}")
-            position = np.empty(len(nodes), dtype=np.int64)
-            position[order] = np.arange(len(order))
-            tree = nodes[order]
-            leaf = tree["is_leaf"].astype(bool)
-            left = np.where(leaf, np.arange(len(order)), position[np.where(leaf, 0, tree["left"])])
-            feature = np.where(leaf, 0, column[tree["feature_idx"]])
-            threshold = np.where(leaf, 255, tree["bin_threshold"]).astype(np.int64)
-            links.append((left << 16) | (feature << 8) | threshold)
-            values.append(tree["value"])
-            roots.append(start)
-            start += len(order)
-        self.n_features = int(model.n_features_in_)
+        for model in models:
+            trees = [predictors[0].nodes for predictors in model._predictors]
+            split_on = [nodes["feature_idx"][~nodes["is_leaf"].astype(bool)] for nodes in trees]
+            model_used = np.unique(np.concatenate([np.zeros(1, np.int64), *split_on]))  # 0 at least: leaves read it
+            column = np.zeros(widths[0], dtype=np.int64)
+            column[model_used] = len(used) + np.arange(len(model_used))
+            used += model_used.tolist()
+            bin_thresholds += [model._bin_mapper.bin_thresholds_[feature] for feature in model_used]
+            depths += [int(nodes["depth"].max()) for nodes in trees]
+            for nodes in trees:
+                if nodes["is_categorical"].any():
+                    raise ValueError("categorical splits are not supported by the compiled forest")
+                order = _sibling_order(nodes)
+                if len(order) > MAX_TREE_NODES:
+                    raise ValueError(f"a tree of {len(order)} nodes: the compiled forest holds at most "
+                                     f"{MAX_TREE_NODES}")
+                position = np.empty(len(nodes), dtype=np.int64)
+                position[order] = np.arange(len(order))
+                tree = nodes[order]
+                leaf = tree["is_leaf"].astype(bool)
+                left = np.where(leaf, np.arange(len(order)), position[np.where(leaf, 0, tree["left"])])
+                feature = np.where(leaf, 0, column[tree["feature_idx"]])
+                threshold = np.where(leaf, 255, tree["bin_threshold"]).astype(np.int64)
+                links.append((left << 16) | (feature << 8) | threshold)
+                values.append(tree["value"] / len(models))
+                roots.append(start)
+                start += len(order)
+        if len(used) > 256:
+            raise ValueError(f"{len(used)} (model, feature) pairs split on: the compiled forest's nodes hold at most "
+                             "256")
+        self.used = np.array(used, dtype=np.int64)
+        self.n_features = widths[0]
         self.roots = np.array(roots, dtype=np.int64)
         self.links = np.concatenate(links).astype(np.int32)
         self.value = np.concatenate(values).astype(np.float64)
-        self.depth = int(max(nodes["depth"].max() for nodes in trees))
-        self.baseline = float(np.asarray(model._baseline_prediction).ravel()[0])
-        bin_thresholds = [model._bin_mapper.bin_thresholds_[feature] for feature in self.used]
+        self.depth = max(depths)
+        self.baseline = float(np.mean([np.asarray(model._baseline_prediction).ravel()[0] for model in models]))
         self.thresholds = np.full((len(self.used), 256), np.inf)
         self.counts = np.array([len(edges) for edges in bin_thresholds], dtype=np.int64)
         for position, edges in enumerate(bin_thresholds):
