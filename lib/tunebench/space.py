@@ -591,9 +591,9 @@ class Space:
 
     # Encoding for models ---------------------------------------------------------------------
 
-    @property
+    @cached_property
     def width(self) -> int:
-        """How many numbers encode one config."""
+        """How many numbers encode one config (the dispatcher asks several times a call: computed once)."""
         return sum(parameter.width for parameter in self.parameters)
 
     @property
