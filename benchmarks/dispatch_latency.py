@@ -1,11 +1,15 @@
 """The deployed dispatcher's cost per call: `best_config(shape)` of the saved predictor, timed on every shape it was
-trained on, in several passes, alone in its process on one thread; writes results/config_prediction/dispatch_latency.md.
+trained on, in several passes, alone in its process; writes results/config_prediction/dispatch_latency.md.
 
 Each shape's latency is the median of `protocol.DISPATCH_REPEATS` calls; a pass reports the median, 90th percentile
 and max over the shapes. The long benchmark (`config_prediction.py`) times the dispatcher once, in the middle of a run
 that may share the machine; this script is the quiet measurement that the README quotes.
 
-Run: `.venv/bin/python benchmarks/dispatch_latency.py` (about a minute here; `--passes`, `--predictor`, `--out`).
+`--threads N` walks the trees in N threads (`Predictor.threads`; numpy and BLAS stay on one), after checking that
+every shape gets the same pick as with one.
+
+Run: `.venv/bin/python benchmarks/dispatch_latency.py` (about a minute here; `--passes`, `--threads`, `--predictor`,
+`--out`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from tqdm import tqdm
 
 from tunebench.files import write_text_atomically
 from tunebench.predict import load_predictor
+from tunebench.predict.forest import PARTS
 from tunebench.predict.protocol import DISPATCH_REPEATS, dispatch_latency_ms
 from tunebench.tables import markdown_table
 
@@ -46,15 +51,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--predictor", type=Path, default=PREDICTOR)
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1, help=f"threads the trees are walked in, 1 to {PARTS}")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     if args.passes < 1:
         parser.error(f"--passes must be at least 1, got {args.passes}")
-    predictor = load_predictor(args.predictor)
+    if not 1 <= args.threads <= PARTS:
+        parser.error(f"--threads must be from 1 to {PARTS}, got {args.threads}")
+    predictor = load_predictor(args.predictor, threads=args.threads)
     shapes = [tuple(shape) for shape in predictor.header["training"]["shapes"]]
     rows = []
     with threadpool_limits(1):
         sizes = np.array([len(predictor.shortlist.for_shape(shape)) for shape in shapes])
+        if args.threads > 1:
+            single = load_predictor(args.predictor)
+            differing = [shape for shape in shapes if predictor.best_config(shape) != single.best_config(shape)]
+            if differing:
+                raise SystemExit(f"{len(differing)} shapes get another pick in {args.threads} threads than in one, "
+                                 f"first {differing[0]}")
         for shape in shapes[:50]:  # warm-up: first calls pay for imports and caches
             predictor.best_config(shape)
         for number in range(1, args.passes + 1):
@@ -67,7 +81,8 @@ def main() -> int:
     text = (f"# Dispatcher latency: `best_config` of the deployed predictor\n\n"
             f"{command}\n\n"
             f"Predictor `{args.predictor.name}`, {len(shapes)} shapes (its training shapes), each the median of "
-            f"{DISPATCH_REPEATS} calls, one thread; shortlist of {np.median(sizes):.0f} candidates at the median, "
+            f"{DISPATCH_REPEATS} calls, the trees walked in {args.threads} thread(s)"
+            f"{' (the same pick as in one on every shape)' if args.threads > 1 else ''}; shortlist of {np.median(sizes):.0f} candidates at the median, "
             f"{sizes.max()} at most. Commit {commit()}, {platform.processor() or platform.machine()} "
             f"({os.cpu_count()} cores), Python {platform.python_version()}, numpy {np.__version__}, "
             f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}.\n\n{table}\n")

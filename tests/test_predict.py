@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import multiprocessing
 import pickle
 import zlib
 from dataclasses import replace
@@ -27,6 +28,7 @@ from tunebench.predict.dispatch import FORMAT_VERSION
 from tunebench.predict.evaluation import (alignment, best_of_top_k, by_alignment, per_shape_table, retest_efficiency,
                                           retimed_efficiency, untimed_picks)
 from tunebench.predict.features import CandidateFeatures, config_columns, encode_columns
+from tunebench.predict.forest import PARTS
 from tunebench.predict.model import INNER_SPLITS, ConfigRanker, portfolio, relative_speed, restrict
 from tunebench.predict.shortlist import SIZE
 from tunebench.predict.transfer import combine, transfer_efficiency
@@ -382,6 +384,32 @@ def test_compiled_forest_of_several_models_is_their_mean(data):
         CompiledForest()
 
 
+_FORKED_FOREST: CompiledForest | None = None
+
+
+def _forked_predict(rows: np.ndarray) -> np.ndarray:
+    return _FORKED_FOREST.predict(rows, threads=3)
+
+
+def test_compiled_forest_sums_alike_in_any_number_of_threads_and_in_a_forked_child(data):
+    """The parts' sums are added in one order: every thread count gives the same bits. A child forked after the
+    parent's threads started makes its own (fork copies none of them), so its walk still finishes."""
+    global _FORKED_FOREST
+    model = ConfigRanker(replace(SMALL, max_iter=30, max_depth=6, max_leaf_nodes=15)).fit(data).models_[0]
+    forest = CompiledForest(model)
+    rows = data.features[::5]
+    single = forest.predict(rows)
+    np.testing.assert_allclose(single, model.predict(rows), rtol=1e-12, atol=1e-12)
+    for threads in range(2, PARTS + 1):
+        np.testing.assert_array_equal(forest.predict(rows, threads=threads), single)
+    _FORKED_FOREST = forest
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        np.testing.assert_array_equal(pool.apply_async(_forked_predict, (rows,)).get(timeout=120), single)
+    for bad in (0, PARTS + 1, True, 1.5, "2"):
+        with pytest.raises(ValueError, match=f"threads must be an integer from 1 to {PARTS}, got {bad!r}"):
+            forest.predict(rows, threads=bad)
+
+
 def test_compiled_forest_rejects_rows_of_another_width(data):
     forest = CompiledForest(ConfigRanker(SMALL).fit(data).models_[0])
     with pytest.raises(ValueError, match=f"rows of {data.features.shape[1]} features"):
@@ -430,6 +458,17 @@ def test_a_predictor_with_fewer_models_scores_with_its_first_ones(data, predicto
     assert single.ranker.settings.models == 1
     with pytest.raises(ValueError, match="count must be from 1 to 2 \\(the models\\), got 3"):
         predictor.with_models(3)
+
+
+def test_a_predictor_picks_alike_in_any_number_of_threads(tmp_path, data, predictor):
+    path = tmp_path / "model.predictor"
+    save_predictor(predictor, path)
+    threaded = load_predictor(path, threads=PARTS)
+    assert threaded.with_models(1).threads == PARTS
+    for shape in data.shapes[::3]:
+        assert threaded.best_config(shape) == predictor.best_config(shape)
+    with pytest.raises(ValueError, match=f"threads must be an integer from 1 to {PARTS}, got 0"):
+        load_predictor(path, threads=0)
 
 
 def test_fewer_than_one_model_is_an_error():

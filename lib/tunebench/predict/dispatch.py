@@ -28,7 +28,7 @@ from tunebench.kernels import matmul
 from tunebench.measure.result import Evaluator, Result
 from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.features import CandidateFeatures, Hardware, check_dtype, feature_names, features
-from tunebench.predict.forest import CompiledForest
+from tunebench.predict.forest import CompiledForest, check_threads
 from tunebench.predict.head import PairwiseHead, head_lists, select_head
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
 from tunebench.predict.neighbours import NeighbourCorrection, select_correction
@@ -70,12 +70,13 @@ class Predictor:
     """A trained ranker over a fixed candidate set, for one kernel, dtype and GPU; it picks among the `portfolio`
     (indices into the candidates, chosen on the training shapes). `resources`: the compiler's facts of the
     candidates, which the features read; `correction`: the neighbour correction added to the model's scores (None:
-    the model alone); `head`: the pairwise re-ranker of the top of the corrected ranking (None: no re-ranking)."""
+    the model alone); `head`: the pairwise re-ranker of the top of the corrected ranking (None: no re-ranking);
+    `threads`: how many threads `best_config` walks the trees in (1 to `forest.PARTS`; the same picks for any)."""
 
     def __init__(self, ranker: ConfigRanker, space: Space, candidates: np.ndarray, *, kernel: str, dtype: str,
                  gpu: str, hardware: Hardware, resources: CompiledResources, shortlist: GridShortlist,
                  portfolio: np.ndarray, correction: NeighbourCorrection | None = None,
-                 head: PairwiseHead | None = None, header: Mapping[str, Any] | None = None) -> None:
+                 head: PairwiseHead | None = None, header: Mapping[str, Any] | None = None, threads: int = 1) -> None:
         self.ranker = ranker
         self.space = space
         self.candidates = np.asarray(candidates, dtype=np.int64)
@@ -86,6 +87,7 @@ class Predictor:
         self.correction = correction
         self.head = head
         self.header = dict(header or {})
+        self.threads = check_threads(threads)
         self.forest = CompiledForest(*ranker.models_)
         self.candidate_features = CandidateFeatures(self.candidates, space, dtype, resources, hardware)
         self.feature_names = feature_names(space)
@@ -105,7 +107,8 @@ class Predictor:
         ranker.models_ = self.ranker.models_[:count]
         return Predictor(ranker, self.space, self.candidates, kernel=self.kernel, dtype=self.dtype, gpu=self.gpu,
                          hardware=self.hardware, resources=self.resources, shortlist=self.shortlist,
-                         portfolio=self.portfolio, correction=self.correction, head=self.head, header=self.header)
+                         portfolio=self.portfolio, correction=self.correction, head=self.head, header=self.header,
+                         threads=self.threads)
 
     def config(self, index: int) -> dict[str, int]:
         return dict(zip(self.space.names, (int(value) for value in self.candidates[index])))
@@ -158,7 +161,7 @@ class Predictor:
         shape = checked_shape(shape)
         shortlist = self.shortlist.for_shape(shape)
         matrix = self._features(shape, dtype, shortlist)
-        scores = self.forest.predict(matrix)
+        scores = self.forest.predict(matrix, self.threads)
         if self.correction is not None:
             scores = scores + self.correction.for_shape(shape, shortlist)
         if self.head is None:
@@ -290,10 +293,11 @@ def _read(path: Path) -> tuple[dict[str, Any], bytes]:
     return header, payload
 
 
-def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, gpu: str | None = None) -> Predictor:
+def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, gpu: str | None = None,
+                   threads: int = 1) -> Predictor:
     """Read a predictor, checking the header before unpickling: the kernel (and GPU, when given) asked for, the
-    payload's checksum, and that the feature schema it was trained on is the one this code computes.
-    Only load files you trust: the payload is a pickle."""
+    payload's checksum, and that the feature schema it was trained on is the one this code computes; `threads` as
+    `Predictor`'s. Only load files you trust: the payload is a pickle."""
     path = Path(path)
     header, payload = _read(path)
     if header.get("kernel") != kernel:
@@ -328,4 +332,4 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
                      portfolio=np.array(header.get("portfolio", range(len(header["candidates"]))), dtype=np.int64),
                      correction=content["correction"], head=content["head"],
                      header={name: header[name] for name in ("training", "metrics", "correction_tried", "head_tried")
-                             if name in header})
+                             if name in header}, threads=threads)

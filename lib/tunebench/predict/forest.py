@@ -2,17 +2,44 @@
 
 sklearn's predict pays about 10-20 us per tree per call whatever the number of rows; the dispatcher scores a couple of
 dozen rows per call, so it bins them by the models' thresholds and walks the trees itself, in loops compiled by numba:
-tree by tree, each level over every row; an average of models is one such walk.
+tree by tree, each level over every row; an average of models is one such walk, which a few threads can share
+(the trees in PARTS parts, whose sums are added in one order whatever the threads).
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba
 import numpy as np
 
 MAX_TREE_NODES = 2 ** 15  # a node's left child index in its tree takes 16 bits of an int32
+# The trees are summed in this many contiguous parts, each walked whole by one thread, and the parts' sums added in
+# order: the same floating-point sums whatever the number of threads.
+PARTS = 4
+# For each number of threads, the parts each walks: the calling thread the first group, a pool thread each other
+PART_GROUPS = {threads: [np.arange(first, PARTS, threads) for first in range(threads)]
+               for threads in range(1, PARTS + 1)}
+_pool: ThreadPoolExecutor | None = None
+_pool_pid = 0
+
+
+def _walk_threads() -> ThreadPoolExecutor:
+    """The module's threads for parts of a walk (PARTS - 1, the calling thread walks the rest), made again in a forked
+    child, which has none of its parent's threads."""
+    global _pool, _pool_pid
+    if _pool is None or _pool_pid != os.getpid():
+        _pool, _pool_pid = ThreadPoolExecutor(PARTS - 1, thread_name_prefix="compiled-forest"), os.getpid()
+    return _pool
+
+
+def check_threads(threads: Any) -> int:
+    """`threads` as an int from 1 to PARTS; a clear error for anything else."""
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= PARTS:
+        raise ValueError(f"threads must be an integer from 1 to {PARTS}, got {threads!r}")
+    return int(threads)
 
 
 def _sibling_order(nodes: np.ndarray) -> np.ndarray:
@@ -46,22 +73,25 @@ def _bin(matrix: np.ndarray, used: np.ndarray, thresholds: np.ndarray, counts: n
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk(binned: np.ndarray, roots: np.ndarray, links: np.ndarray, value: np.ndarray, depth: int) -> np.ndarray:
-    """Sum over the trees of each row's leaf value. Tree by tree, one level at a time over all rows: a tree's nodes
-    stay in cache, and the rows' walks are independent, so the processor overlaps their loads. A node is one int32:
-    (left child's index in its tree << 16) | (binned column << 8) | bin threshold, so a step is one 4-byte read."""
+def _walk(binned: np.ndarray, roots: np.ndarray, bounds: np.ndarray, parts: np.ndarray, links: np.ndarray,
+          value: np.ndarray, depth: int) -> np.ndarray:
+    """(len(parts), rows): for each listed part (trees bounds[part] to bounds[part + 1]), the sum over its trees of
+    each row's leaf value. Tree by tree, one level at a time over all rows: a tree's nodes stay in cache, and the
+    rows' walks are independent, so the processor overlaps their loads. A node is one int32: (left child's index in
+    its tree << 16) | (binned column << 8) | bin threshold, so a step is one 4-byte read."""
     rows = binned.shape[0]
-    total = np.zeros(rows)
+    total = np.zeros((parts.shape[0], rows))
     node = np.empty(rows, dtype=np.int64)
-    for tree in range(roots.shape[0]):
-        base = roots[tree]
-        node[:] = 0
-        for _ in range(depth):
+    for index in range(parts.shape[0]):
+        for tree in range(bounds[parts[index]], bounds[parts[index] + 1]):
+            base = roots[tree]
+            node[:] = 0
+            for _ in range(depth):
+                for row in range(rows):
+                    link = links[base + node[row]]
+                    node[row] = (link >> 16) + (binned[row, (link >> 8) & 0xFF] > (link & 0xFF))
             for row in range(rows):
-                link = links[base + node[row]]
-                node[row] = (link >> 16) + (binned[row, (link >> 8) & 0xFF] > (link & 0xFF))
-        for row in range(rows):
-            total[row] += value[base + node[row]]
+                total[index, row] += value[base + node[row]]
     return total
 
 
@@ -128,10 +158,29 @@ class CompiledForest:
         self.counts = np.array([len(edges) for edges in bin_thresholds], dtype=np.int64)
         for position, edges in enumerate(bin_thresholds):
             self.thresholds[position, :len(edges)] = edges
+        self.bounds = np.linspace(0, len(self.roots), PARTS + 1).round().astype(np.int64)
 
-    def predict(self, matrix: np.ndarray) -> np.ndarray:
+    def predict(self, matrix: np.ndarray, threads: int = 1) -> np.ndarray:
+        """The rows' predictions; with threads > 1 the walk's PARTS parts are shared out among that many threads
+        (the calling one and the module's pool: the walk releases the GIL). The same sums for any `threads`."""
+        threads = check_threads(threads)
         matrix = np.ascontiguousarray(matrix, dtype=np.float64)
         if matrix.ndim != 2 or matrix.shape[1] != self.n_features:
             raise ValueError(f"expected rows of {self.n_features} features, got an array of shape {matrix.shape}")
         binned = _bin(matrix, self.used, self.thresholds, self.counts)
-        return _walk(binned, self.roots, self.links, self.value, self.depth) + self.baseline
+
+        groups = PART_GROUPS[threads]
+        arguments = (binned, self.roots, self.bounds)
+        if threads == 1:
+            sums = _walk(*arguments, groups[0], self.links, self.value, self.depth)
+        else:
+            pending = [_walk_threads().submit(_walk, *arguments, group, self.links, self.value, self.depth)
+                       for group in groups[1:]]
+            sums = np.empty((PARTS, len(matrix)))
+            sums[groups[0]] = _walk(*arguments, groups[0], self.links, self.value, self.depth)
+            for group, future in zip(groups[1:], pending):
+                sums[group] = future.result()
+        total = sums[0]
+        for part in range(1, PARTS):
+            total = total + sums[part]
+        return total + self.baseline
