@@ -82,7 +82,8 @@ def main() -> int:
             f"{command}\n\n"
             f"Predictor `{args.predictor.name}`, {len(shapes)} shapes (its training shapes), each the median of "
             f"{DISPATCH_REPEATS} calls, the trees walked in {args.threads} thread(s)"
-            f"{' (the same pick as in one on every shape)' if args.threads > 1 else ''}; shortlist of {np.median(sizes):.0f} candidates at the median, "
+            f"{' (the same pick as in one on every shape)' if args.threads > 1 else ''}; "
+            f"shortlist of {np.median(sizes):.0f} candidates at the median, "
             f"{sizes.max()} at most. Commit {commit()}, {platform.processor() or platform.machine()} "
             f"({os.cpu_count()} cores), Python {platform.python_version()}, numpy {np.__version__}, "
             f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}.\n\n{table}\n")
