@@ -65,7 +65,7 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 624 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 672 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
@@ -73,8 +73,9 @@ DATASET_SHAPES = (
 # results/datasets/matmul_bfloat16_h100_preregistered841.parquet) the 841-shape ones, the next five 48s (one
 # journal each) the 841-, 889-, 985-, again the 985- and the 1,081-shape ones, the next two 48s (2026-11-26,
 # from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one,
-# and the last two 48s (2026-11-26/27, from _eleventh.parquet and _twelfth.parquet) again the 1,129-shape one and
-# the 1,225-shape one. `--check` checks them.
+# the next two 48s (2026-11-26/27, from _eleventh.parquet and _twelfth.parquet) again the 1,129-shape one and
+# the 1,225-shape one, and the last 48 (2026-11-27, from _thirteenth.parquet) the 1,321-shape one. `--check` checks
+# them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -300,6 +301,14 @@ PREDICTION_SHAPES = (
     (2976, 2304, 3072), (125, 8192, 2048), (39, 4608, 3584), (1440, 1152, 896), (1189, 576, 896), (2680, 4096, 1792),
     (723, 5120, 5120), (2429, 2048, 8192), (77, 3584, 9472), (2363, 144, 896), (38, 2048, 8192), (142, 576, 896),
     (20, 4736, 3584), (8, 3584, 3584), (223, 3584, 896), (4, 960, 5120), (3038, 1216, 896), (31, 3072, 1536),
+    (6, 5120, 5120), (76, 2048, 1536), (1, 4096, 1024), (874, 3584, 14336), (378, 4096, 512), (2, 35840, 5120),
+    (708, 384, 2048), (6, 960, 5120), (870, 3072, 384), (9, 896, 2432), (5, 5120, 5120), (34, 5120, 2560),
+    (482, 1536, 1536), (2531, 3072, 8192), (76, 4096, 7168), (6, 8192, 3584), (765, 6912, 5120), (1149, 896, 608),
+    (407, 18944, 3584), (6, 4096, 1024), (4129, 5120, 1728), (367, 1280, 3072), (126, 1536, 768), (867, 8192, 3072),
+    (1, 1920, 5120), (1792, 3584, 4096), (7, 2048, 512), (103, 3072, 1536), (1856, 896, 112), (5261, 576, 896),
+    (28, 4096, 1024), (4, 7168, 5120), (6, 13824, 5120), (1342, 1792, 5120), (75, 576, 3584), (314, 8192, 7168),
+    (188, 4480, 1536), (135, 13824, 5120), (334, 7168, 3584), (38, 4096, 3584), (2, 1920, 5120), (391, 4096, 1024),
+    (219, 8192, 7168), (2334, 5120, 3456), (44, 4608, 3072), (969, 9216, 3072), (21, 1280, 8192), (887, 3072, 384),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
