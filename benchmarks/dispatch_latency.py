@@ -6,10 +6,11 @@ and max over the shapes. The long benchmark (`config_prediction.py`) times the d
 that may share the machine; this script is the quiet measurement that the README quotes.
 
 `--threads N` walks the trees in N threads (`Predictor.threads`; numpy and BLAS stay on one), after checking that
-every shape gets the same pick as with one.
+every shape gets the same pick as with one. `--models K` times only the first K of the averaged models
+(`Predictor.with_models`: the benchmark's "first model" ablation for K = 1), for hosts too slow for all of them.
 
-Run: `.venv/bin/python benchmarks/dispatch_latency.py` (about a minute here; `--passes`, `--threads`, `--predictor`,
-`--out`).
+Run: `.venv/bin/python benchmarks/dispatch_latency.py` (about a minute here; `--passes`, `--threads`, `--models`,
+`--predictor`, `--out`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def main() -> int:
     parser.add_argument("--predictor", type=Path, default=PREDICTOR)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help=f"threads the trees are walked in, 1 to {PARTS}")
+    parser.add_argument("--models", type=int, default=None, help="time only the first K models (default: all)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     if args.passes < 1:
@@ -59,12 +61,17 @@ def main() -> int:
     if not 1 <= args.threads <= PARTS:
         parser.error(f"--threads must be from 1 to {PARTS}, got {args.threads}")
     predictor = load_predictor(args.predictor, threads=args.threads)
+    models = len(predictor.ranker.models_)
+    if args.models is not None and not 1 <= args.models <= models:
+        parser.error(f"--models must be from 1 to {models} (the predictor's models), got {args.models}")
+    if args.models is not None:
+        predictor = predictor.with_models(args.models)
     shapes = [tuple(shape) for shape in predictor.header["training"]["shapes"]]
     rows = []
     with threadpool_limits(1):
         sizes = np.array([len(predictor.shortlist.for_shape(shape)) for shape in shapes])
         if args.threads > 1:
-            single = load_predictor(args.predictor)
+            single = load_predictor(args.predictor).with_models(len(predictor.ranker.models_))
             differing = [shape for shape in shapes if predictor.best_config(shape) != single.best_config(shape)]
             if differing:
                 raise SystemExit(f"{len(differing)} shapes get another pick in {args.threads} threads than in one, "
@@ -81,7 +88,8 @@ def main() -> int:
     text = (f"# Dispatcher latency: `best_config` of the deployed predictor\n\n"
             f"{command}\n\n"
             f"Predictor `{args.predictor.name}`, {len(shapes)} shapes (its training shapes), each the median of "
-            f"{DISPATCH_REPEATS} calls, the trees walked in {args.threads} thread(s)"
+            f"{DISPATCH_REPEATS} calls, {len(predictor.ranker.models_)} of its {models} model(s) averaged, the trees "
+            f"walked in {args.threads} thread(s)"
             f"{' (the same pick as in one on every shape)' if args.threads > 1 else ''}; "
             f"shortlist of {np.median(sizes):.0f} candidates at the median, "
             f"{sizes.max()} at most. Commit {commit()}, {platform.processor() or platform.machine()} "
