@@ -22,7 +22,8 @@ COUNT = 720  # the first 96 checked the 697-shape predictor (stop 22); the next 
 # one (frozen before they were measured); the next 96 stop 27's 1,129-shape one (frozen before they were measured);
 # the next 48 that same 1,129-shape one again (stop 28, frozen before they were measured); the next 48 stop 29's
 # 1,225-shape one, averaging two models (frozen before they were measured); the next 48 stop 30's 1,321-shape one
-# (frozen before they were measured); the next 48 stop 31's 1,369-shape one (frozen before they were measured)
+# (frozen before they were measured); the next 48 that same 1,321-shape one again (stop 31, frozen before they were
+# measured)
 BATCH = 16
 # (hidden size, intermediate size, attention heads, key-value heads, head dim), from each model's config.json on the
 # Hugging Face Hub. Most are not among the real-model sizes of the earlier draws (hinted_shapes.REAL_MODEL_SIZES).
