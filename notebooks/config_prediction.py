@@ -32,7 +32,7 @@ from tunebench.measure.replay import ReplayEvaluator
 from tunebench.plots import plot_efficiency_cdf, resolve_dataset
 from tunebench.predict import by_family, fit_predictor, grouped_folds, read_header, summarize_efficiency, training_data
 from tunebench.predict.compiled import load_table
-from tunebench.predict.evaluation import retimed_efficiency, shape_efficiency
+from tunebench.predict.evaluation import retimed_efficiency, shape_efficiency, thin_shapes
 from tunebench.predict.model import RankerSettings
 from tunebench.report import repo_path, set_style, show_run_header
 from tunebench.search import make_strategy
@@ -46,6 +46,7 @@ dataset = "results/datasets/matmul_bfloat16_h100_prediction.parquet"  # the reco
 compiled_resources = "results/datasets/matmul_bfloat16_sm90_compiled.csv"  # its candidates as compiled (tunebench.predict.compiled)
 results_dir = "results/config_prediction"  # what benchmarks/config_prediction.py wrote
 fold = 0  # the outer fold (of 5) fitted here for importances and traces
+fold_fraction = 1.0  # share of the fold's training and held-out shapes used there (seeded; below 1 is quicker, noisier)
 permutation_repeats = 3  # shuffles per feature for the permutation importance
 importance_models = 1  # models averaged in the fit for importances and traces (the deployed predictor averages more)
 trace_shapes = 3  # held-out shapes of the fold whose cold and warm searches are traced
@@ -61,8 +62,8 @@ data = training_data(recorded, load_table(repo_path(compiled_resources), recorde
 results = repo_path(results_dir)
 per_shape = pd.read_csv(results / "per_shape.csv")
 header = read_header(next(results.glob("*.predictor")))
-show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "results_dir": results_dir, "fold": fold, "permutation_repeats": permutation_repeats,
-                 "importance_models": importance_models, "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
+show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "results_dir": results_dir, "fold": fold,
+                 "fold_fraction": fold_fraction, "permutation_repeats": permutation_repeats, "importance_models": importance_models, "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
                  "cdf_from": cdf_from, "retime_journal": retime_journal},
                 {"kernel": data.kernel, "dtype": data.dtype, "gpu": data.gpu, "shapes": len(data.shapes),
                  "candidates": len(data.candidates), "deployed model": str(header["settings"]),
@@ -124,7 +125,7 @@ summary.style.format({"mean": "{:.2%}", "p10": "{:.2%}", "min": "{:.2%}", "media
 # deployed model's settings, but averaging `importance_models` models: one by default, to keep the notebook quick).
 
 # %%
-train, test = grouped_folds(data.group, 5)[fold]
+train, test = (thin_shapes(shapes, fold_fraction) for shapes in grouped_folds(data.group, 5)[fold])
 settings = replace(RankerSettings(**header["settings"]), models=importance_models)
 with threadpool_limits(1):
     predictor = fit_predictor(data, settings, train, shortlist_shapes=())  # no dispatcher grid: ranks only

@@ -26,7 +26,7 @@ from tunebench.predict import (CompiledForest, PredictorError, RankerSettings, f
 from tunebench.predict.compiled import CompiledResources, load_table
 from tunebench.predict.dispatch import FORMAT_VERSION
 from tunebench.predict.evaluation import (alignment, best_of_top_k, by_alignment, per_shape_table, retest_efficiency,
-                                          retimed_efficiency, untimed_picks)
+                                          retimed_efficiency, thin_shapes, untimed_picks)
 from tunebench.predict.features import CandidateFeatures, config_columns, encode_columns
 from tunebench.predict.forest import PARTS
 from tunebench.predict.model import INNER_SPLITS, ConfigRanker, portfolio, relative_speed, restrict
@@ -320,6 +320,19 @@ def test_grouped_folds_never_put_a_shape_in_train_and_test(data):
         assert not set(train) & set(test)
         assert not set(data.rows_of(train)) & set(data.rows_of(test))
         assert set(data.group[data.rows_of(test)]) == set(test)
+
+
+def test_thin_shapes_keeps_a_seeded_ordered_share_and_rejects_a_bad_fraction():
+    shapes = np.arange(100, 200)
+    kept = thin_shapes(shapes, 0.1)
+    assert len(kept) == 10 and set(kept) <= set(shapes) and (np.diff(kept) > 0).all()
+    np.testing.assert_array_equal(kept, thin_shapes(shapes, 0.1))
+    assert not np.array_equal(kept, thin_shapes(shapes, 0.1, seed=1))
+    np.testing.assert_array_equal(thin_shapes(shapes, 1.0), shapes)
+    assert len(thin_shapes(shapes, 0.001)) == 1
+    for bad in (0.0, 1.5, -0.2):
+        with pytest.raises(ValueError, match=r"fraction=.*\(0, 1\]"):
+            thin_shapes(shapes, bad)
 
 
 def test_tuning_reads_only_the_training_shapes(data):
