@@ -65,7 +65,7 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 672 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 720 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
@@ -74,8 +74,8 @@ DATASET_SHAPES = (
 # journal each) the 841-, 889-, 985-, again the 985- and the 1,081-shape ones, the next two 48s (2026-11-26,
 # from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one,
 # the next two 48s (2026-11-26/27, from _eleventh.parquet and _twelfth.parquet) again the 1,129-shape one and
-# the 1,225-shape one, and the last 48 (2026-11-27, from _thirteenth.parquet) the 1,321-shape one. `--check` checks
-# them.
+# the 1,225-shape one, and the last two 48s (2026-11-27, from _thirteenth.parquet and _fourteenth.parquet) the
+# 1,321-shape one, twice. `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -309,6 +309,14 @@ PREDICTION_SHAPES = (
     (28, 4096, 1024), (4, 7168, 5120), (6, 13824, 5120), (1342, 1792, 5120), (75, 576, 3584), (314, 8192, 7168),
     (188, 4480, 1536), (135, 13824, 5120), (334, 7168, 3584), (38, 4096, 3584), (2, 1920, 5120), (391, 4096, 1024),
     (219, 8192, 7168), (2334, 5120, 3456), (44, 4608, 3072), (969, 9216, 3072), (21, 1280, 8192), (887, 3072, 384),
+    (2, 4096, 2048), (7, 9728, 896), (11, 768, 2048), (3, 14336, 3584), (22, 5120, 2560), (96, 3584, 2048),
+    (1, 896, 4864), (318, 1152, 896), (3489, 1536, 4480), (1242, 1280, 3072), (278, 9472, 3584), (64, 3584, 5120),
+    (1552, 3584, 896), (254, 5120, 5120), (1, 17920, 5120), (18, 144, 896), (48, 2048, 2048), (197, 896, 896),
+    (124, 10240, 8192), (12, 7168, 8192), (1019, 8192, 3072), (68, 576, 3584), (524, 3072, 1536), (5639, 3584, 3584),
+    (92, 1152, 3584), (1917, 3584, 7168), (2, 288, 896), (4028, 4608, 3072), (67, 5120, 17920), (1158, 8192, 1024),
+    (47, 1536, 768), (1, 3584, 2368), (30, 1280, 8192), (382, 3072, 1024), (241, 768, 4096), (403, 4096, 2048),
+    (16, 3584, 3584), (40, 8960, 1536), (288, 5120, 640), (70, 4864, 896), (908, 16384, 3072), (218, 2560, 8192),
+    (84, 3584, 14336), (3314, 4096, 3072), (263, 256, 1536), (1, 640, 3072), (2, 4096, 3072), (485, 576, 896),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
