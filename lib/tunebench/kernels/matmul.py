@@ -65,7 +65,7 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 720 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 768 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
@@ -74,8 +74,8 @@ DATASET_SHAPES = (
 # journal each) the 841-, 889-, 985-, again the 985- and the 1,081-shape ones, the next two 48s (2026-11-26,
 # from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one,
 # the next two 48s (2026-11-26/27, from _eleventh.parquet and _twelfth.parquet) again the 1,129-shape one and
-# the 1,225-shape one, and the last two 48s (2026-11-27, from _thirteenth.parquet and _fourteenth.parquet) the
-# 1,321-shape one, twice. `--check` checks them.
+# the 1,225-shape one, and the last three 48s (2026-11-27, from _thirteenth.parquet, _fourteenth.parquet and
+# _fifteenth.parquet) the 1,321-shape one, three times. `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -317,6 +317,14 @@ PREDICTION_SHAPES = (
     (47, 1536, 768), (1, 3584, 2368), (30, 1280, 8192), (382, 3072, 1024), (241, 768, 4096), (403, 4096, 2048),
     (16, 3584, 3584), (40, 8960, 1536), (288, 5120, 640), (70, 4864, 896), (908, 16384, 3072), (218, 2560, 8192),
     (84, 3584, 14336), (3314, 4096, 3072), (263, 256, 1536), (1, 640, 3072), (2, 4096, 3072), (485, 576, 896),
+    (976, 2048, 2048), (54, 18944, 3584), (1, 4096, 3584), (1, 16384, 3072), (238, 2048, 1536), (177, 2048, 1024),
+    (1353, 1280, 3072), (227, 1536, 4480), (109, 5120, 5120), (2098, 1536, 2240), (28, 3072, 3072), (1991, 3072, 768),
+    (620, 3072, 2048), (15, 2048, 2048), (8, 640, 3072), (382, 4480, 1536), (3130, 3072, 4096), (24, 3072, 4096),
+    (2, 1536, 2048), (656, 3584, 5120), (2051, 3584, 4096), (617, 896, 5120), (5252, 896, 608), (545, 144, 896),
+    (199, 896, 112), (4195, 3584, 3584), (95, 3584, 9472), (23, 4608, 3584), (508, 27648, 5120), (2, 896, 224),
+    (202, 7168, 3584), (7, 17920, 1536), (1721, 5120, 3072), (78, 8960, 5120), (1984, 3072, 8192), (4, 8192, 14336),
+    (157, 3584, 3584), (24, 1024, 1536), (12, 5120, 8192), (1087, 3456, 5120), (133, 3584, 4736), (816, 8192, 1024),
+    (10, 1920, 5120), (6, 8192, 2048), (7, 3584, 18944), (181, 2560, 3072), (252, 896, 5120), (1433, 5120, 1728),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
