@@ -29,7 +29,7 @@ from tunebench.measure.result import Evaluator, Result
 from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.features import CandidateFeatures, Hardware, check_dtype, feature_names, features
 from tunebench.predict.forest import CompiledForest, check_threads
-from tunebench.predict.head import PairwiseHead, head_lists, select_head
+from tunebench.predict.head import HEAD_SIZE, HeadLists, PairwiseHead, head_lists, select_head
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
 from tunebench.predict.neighbours import NeighbourCorrection, select_correction
 from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axes
@@ -209,14 +209,7 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
     resources = data.resources.restricted(data.candidates)
     correction, tried, head, head_tried = None, [], None, []
     if out_of_fold_scores is not None:
-        rows = data.rows_of(shape_indices)
-        shaped = (len(shape_indices), len(data.candidates))
-        targets = ranker.targets(data, rows)[0].reshape(shaped)
-        latency = data.latency_ms[rows].reshape(shaped)
-        correction, tried = select_correction(data.shapes[shape_indices], targets, out_of_fold_scores, latency, allowed)
-        weight = (data.spread[rows] <= settings.max_training_spread).astype(float).reshape(shaped)
-        lists = head_lists(restrict(correction.leave_one_out(out_of_fold_scores), allowed),
-                           data.features[rows].reshape(*shaped, -1), latency, weight)
+        correction, tried, lists = corrected_lists(data, ranker, shape_indices, out_of_fold_scores, allowed)
         head, head_tried = select_head(lists, seed=settings.random_state)
 
     def score(shapes: np.ndarray) -> np.ndarray:
@@ -232,6 +225,22 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
                      header={"training": {"shapes": data.shapes[shape_indices].tolist(),
                                           "provenance": data.provenance},
                              "correction_tried": tried, "head_tried": head_tried, **(header or {})})
+
+
+def corrected_lists(data: TrainingData, ranker: ConfigRanker, shape_indices: np.ndarray,
+                    out_of_fold_scores: np.ndarray, allowed: np.ndarray, size: int = HEAD_SIZE
+                    ) -> tuple[NeighbourCorrection, list[dict[str, Any]], HeadLists]:
+    """The neighbour correction chosen on the training shapes' out-of-fold scores (with what it tried), and the
+    shapes' top `size` lists by those scores corrected from the other shapes' residuals: what the head trains on."""
+    rows = data.rows_of(shape_indices)
+    shaped = (len(shape_indices), len(data.candidates))
+    targets = ranker.targets(data, rows)[0].reshape(shaped)
+    latency = data.latency_ms[rows].reshape(shaped)
+    correction, tried = select_correction(data.shapes[shape_indices], targets, out_of_fold_scores, latency, allowed)
+    weight = (data.spread[rows] <= ranker.settings.max_training_spread).astype(float).reshape(shaped)
+    lists = head_lists(restrict(correction.leave_one_out(out_of_fold_scores), allowed),
+                       data.features[rows].reshape(*shaped, -1), latency, weight, size)
+    return correction, tried, lists
 
 
 # ---------------------------------------------------------------------------------------------
