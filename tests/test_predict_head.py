@@ -1,14 +1,11 @@
 """The pairwise head (predict/head.py): its pair features by hand, its compiled classifier against sklearn's, that it
 learns an order the first stage got wrong, its sizing on inner parts, and a predictor that carries it."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
-from tunebench.predict import fit_predictor, grouped_folds, load_predictor, save_predictor, select_ranker
+from tunebench.predict import fit_predictor, load_predictor, save_predictor, select_ranker
 from tunebench.predict.head import (LEAF_CHOICES, HeadLists, HeadSettings, fit_head, head_efficiency, head_lists,
                                     pair_features, select_head)
 
@@ -106,24 +103,3 @@ def test_a_predictor_re_ranks_its_top_with_the_head_and_keeps_it_through_a_file(
         np.testing.assert_allclose(loaded.scores(shape), predictor.scores(shape))
         assert loaded.best_config(shape) == predictor.best_config(shape)
 
-
-def test_the_head_ablations_deployed_variant_is_the_deployed_head(tmp_path, data):  # noqa: F811
-    """benchmarks/head_ablation.py re-implements the head to vary it: unvaried, it must pick as `fit_head` does; and a
-    cached fold must hold both sides' lists, disjoint, LIST_SIZE long."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import head_ablation
-
-    train, test = synthetic_lists(seed=0), synthetic_lists(seed=1)
-    deployed = head_efficiency(test, fit_head(train, HeadSettings(max_leaf_nodes=31, size=6)))
-    np.testing.assert_array_equal(head_ablation.pairwise(size=6)(train, test), deployed)
-
-    folds = grouped_folds(data.group, 5)
-    path = head_ablation.cache_fold(data, SMALL, 0, *folds[0], tmp_path / "fold0.npz")
-    held_out, train_lists, test_lists = head_ablation.load_fold(path)
-    np.testing.assert_array_equal(held_out, folds[0][1])
-    assert train_lists.rows.shape[:2] == (len(folds[0][0]), head_ablation.LIST_SIZE)
-    assert test_lists.rows.shape[:2] == (len(folds[0][1]), head_ablation.LIST_SIZE)
-    np.testing.assert_array_equal(test_lists.best_ms, data.latency_ms[data.rows_of(held_out)].reshape(
-        len(held_out), -1).min(axis=1))
-    efficiency = head_ablation.pairwise(context=True)(train_lists, test_lists)
-    assert efficiency.shape == (len(held_out),) and ((0 < efficiency) & (efficiency <= 1)).all()

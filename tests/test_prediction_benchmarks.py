@@ -1,0 +1,47 @@
+"""The prediction benchmarks' own logic: benchmarks/head_ablation.py's re-implemented head and fold cache, and
+benchmarks/config_prediction_cv.py's per-class table."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
+from test_predict_head import synthetic_lists
+from tunebench.predict import grouped_folds
+from tunebench.predict.head import HeadSettings, fit_head, head_efficiency
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the scripts import their siblings
+import config_prediction_cv  # noqa: E402
+import head_ablation  # noqa: E402
+
+
+def test_the_head_ablations_deployed_variant_is_the_deployed_head(tmp_path, data):  # noqa: F811
+    """benchmarks/head_ablation.py re-implements the head to vary it: unvaried, it must pick as `fit_head` does; and a
+    cached fold must hold both sides' lists, disjoint, LIST_SIZE long."""
+    train, test = synthetic_lists(seed=0), synthetic_lists(seed=1)
+    deployed = head_efficiency(test, fit_head(train, HeadSettings(max_leaf_nodes=31, size=6)))
+    np.testing.assert_array_equal(head_ablation.pairwise(size=6)(train, test), deployed)
+
+    folds = grouped_folds(data.group, 5)
+    path = head_ablation.cache_fold(data, SMALL, 0, *folds[0], tmp_path / "fold0.npz")
+    held_out, train_lists, test_lists = head_ablation.load_fold(path)
+    np.testing.assert_array_equal(held_out, folds[0][1])
+    assert train_lists.rows.shape[:2] == (len(folds[0][0]), head_ablation.LIST_SIZE)
+    assert test_lists.rows.shape[:2] == (len(folds[0][1]), head_ablation.LIST_SIZE)
+    np.testing.assert_array_equal(test_lists.best_ms, data.latency_ms[data.rows_of(held_out)].reshape(
+        len(held_out), -1).min(axis=1))
+    efficiency = head_ablation.pairwise(context=True)(train_lists, test_lists)
+    assert efficiency.shape == (len(held_out),) and ((0 < efficiency) & (efficiency <= 1)).all()
+
+
+def test_the_cross_validation_scripts_class_table_reads_mean_p10_and_min_of_each_class():
+    efficiency = np.array([1.0, 0.9, 0.8, 0.95, 0.5])
+    table = pd.DataFrame({"alignment": ["aligned", "aligned", "aligned", "odd", "odd"],
+                          "real_model_layer": [True, True, False, False, False],
+                          **{f"{column}_efficiency": efficiency for column, _ in config_prediction_cv.PIPELINE_ROWS}})
+    rows = config_prediction_cv.class_table(table)
+    assert rows["shapes"].tolist() == ["aligned (3)", "odd (2)", "real-model layers (2)"]  # no hinted row: none
+    full = config_prediction_cv.PIPELINE_ROWS[0][1]
+    assert rows[full].tolist() == ["90.00 / 82.00 / 80.00 %", "72.50 / 54.50 / 50.00 %", "95.00 / 91.00 / 90.00 %"]
