@@ -1,9 +1,9 @@
 """The cross-validation of `config_prediction.py` alone, for one or both objectives: the headline efficiencies, per
 alignment class and family, without the deployed fit, the warm-start replays or the transfer (a third of the time).
 
-Run: `.venv/bin/python benchmarks/config_prediction_cv.py --objectives relative` (about 55 minutes on 2 cores for
-1,465 shapes; `relative` is the objective every fold of the full runs chose). Writes results/config_prediction/cv.md
-and cv_per_shape.csv.
+Run: `.venv/bin/python benchmarks/config_prediction_cv.py --objectives relative` (2,565 s on stop 32's 2-core machine
+for 1,465 shapes; `relative` is the objective every fold of the full runs chose). Writes
+results/config_prediction/cv.md and cv_per_shape.csv.
 """
 
 from __future__ import annotations
