@@ -100,7 +100,8 @@ def main() -> int:
                             "portfolio": o.settings.portfolio_size or "all",
                             "correction (strength, k, class penalty, M scale, weighted)": ", ".join(
                                 str(value) for value in (o.correction or {}).values()) or "off",
-                            "head leaves": o.head["max_leaf_nodes"] if o.head else "off", "inner mean efficiency": percent(o.inner_efficiency),
+                            "head leaves": o.head["max_leaf_nodes"] if o.head else "off",
+                            "inner mean efficiency": percent(o.inner_efficiency),
                             "test shapes": len(o.test_shapes), "fit s": round(o.fit_s)}
                            for o in cv.outcomes[SELECTED]])
     text = "\n\n".join([

@@ -9,6 +9,7 @@ Run: `.venv/bin/python benchmarks/head_ablation.py` (writes results/config_predi
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import tempfile
@@ -146,7 +147,8 @@ VARIANTS: dict[str, Callable[[HeadLists, HeadLists], np.ndarray]] = {
     "with them, 200 trees of 63 leaves, depth <= 8": pairwise(context=True, iterations=200, leaves=63, depth=8,
                                                              learning_rate=0.1),
     "pointwise: relative speed regressed per listed candidate": pointwise,
-    "not pure prediction: the top 10 timed, fastest kept": lambda train, test: picked(test, -test.latency_ms[:, :HEAD_SIZE]),
+    "not pure prediction: the top 10 timed, fastest kept":
+        lambda train, test: picked(test, -test.latency_ms[:, :HEAD_SIZE]),
 }
 
 
@@ -165,7 +167,9 @@ def main() -> int:
     settings = RankerSettings(**read_header(args.predictor)["settings"])
     folds = grouped_folds(data.group, N_SPLITS)
     args.cache.mkdir(parents=True, exist_ok=True)
-    paths = [args.cache / f"fold{fold}_{len(data.shapes)}shapes.npz" for fold in range(len(folds))]
+    # a cached fold is reused only for the same shapes and ranker settings
+    key = hashlib.sha256(data.shapes.tobytes() + repr(settings).encode()).hexdigest()[:12]
+    paths = [args.cache / f"fold{fold}_{len(data.shapes)}shapes_{key}.npz" for fold in range(len(folds))]
     jobs = [(data, settings, fold, train, test, path)
             for fold, ((train, test), path) in enumerate(zip(folds, paths)) if not path.exists()]
     if jobs:
