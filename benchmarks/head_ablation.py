@@ -1,8 +1,8 @@
 """Variants of the pairwise head compared on cached first-stage lists, out of fold: per outer fold of the benchmark's
 GroupKFold, what the head trains on (the training shapes' corrected out-of-fold top lists) and what it re-orders.
 
-Caching the folds fits the deployed predictor's ranker settings (one model, not re-chosen per fold) and takes about
-25 minutes on 2 cores, resumably (a fold per file); comparing the variants then takes about a minute each.
+Caching the folds fits the deployed predictor's ranker settings (one model, not re-chosen per fold) and takes
+about 35 minutes on 2 cores for 1,417 shapes, resumably (a fold per file); then each variant takes about a minute.
 Run: `.venv/bin/python benchmarks/head_ablation.py` (writes results/config_prediction/head_ablation.md).
 """
 
