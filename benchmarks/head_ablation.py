@@ -1,8 +1,9 @@
 """Variants of the pairwise head compared on cached first-stage lists, out of fold: per outer fold of the benchmark's
 GroupKFold, what the head trains on (the training shapes' corrected out-of-fold top lists) and what it re-orders.
 
-Caching the folds fits the deployed predictor's ranker settings (one model, not re-chosen per fold) and takes
-about 35 minutes on 2 cores for 1,417 shapes, resumably (a fold per file); then each variant takes about a minute.
+Caching the folds fits the deployed predictor's ranker settings (one model, not re-chosen per fold), resumably (a
+fold per file): about 35 minutes on 2 cores for 1,417 shapes (three rounds of two folds at about 11.5 minutes each,
+by the progress bar); then each variant takes about a minute.
 Run: `.venv/bin/python benchmarks/head_ablation.py` (writes results/config_prediction/head_ablation.md).
 """
 
@@ -25,12 +26,14 @@ from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostin
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
+from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import load_dataset
 from tunebench.predict import grouped_folds, read_header, training_data
 from tunebench.predict.compiled import load_table
 from tunebench.predict.dispatch import corrected_lists
 from tunebench.predict.features import PROBLEM_FEATURES
-from tunebench.predict.head import HEAD_SIZE, HeadLists, head_efficiency, head_lists, pair_features
+from tunebench.predict.head import (HEAD_SIZE, HeadLists, head_efficiency, head_lists, pair_features, pair_targets,
+                                    summed_wins)
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, select_ranker
 from tunebench.predict.protocol import N_SPLITS
 from tunebench.tables import markdown_table
@@ -106,9 +109,7 @@ def pairwise(size: int = HEAD_SIZE, context: bool = False, iterations: int = 50,
         forward, first, second = build(train.rows, train.scores)
         reverse = np.concatenate([-forward[..., :-len(PROBLEM_FEATURES)], forward[..., -len(PROBLEM_FEATURES):]],
                                  axis=-1) if context else -forward
-        faster = train.relative[:, first] > train.relative[:, second]
-        weight = (np.abs(train.relative[:, first] - train.relative[:, second]) * train.weight[:, first]
-                  * train.weight[:, second])
+        faster, weight = pair_targets(train, first, second)
         width = forward.shape[-1]
         model = HistGradientBoostingClassifier(max_iter=iterations, learning_rate=learning_rate, max_leaf_nodes=leaves,
                                                max_depth=depth, early_stopping=False, random_state=0)
@@ -116,10 +117,7 @@ def pairwise(size: int = HEAD_SIZE, context: bool = False, iterations: int = 50,
                   sample_weight=np.concatenate([weight, weight]).ravel())
         pairs, first, second = build(test.rows, test.scores)
         won = model.predict_proba(pairs.reshape(-1, width))[:, 1].reshape(pairs.shape[:2])
-        wins = np.zeros((len(test.best_ms), size))
-        np.add.at(wins, (slice(None), first), won)
-        np.add.at(wins, (slice(None), second), 1.0 - won)
-        return picked(test, wins)
+        return picked(test, summed_wins(won, first, second, size))
     return run
 
 
@@ -194,7 +192,7 @@ def main() -> int:
             f"settings are the predictor's ({settings.objective}, {settings.max_leaf_nodes} leaves, "
             f"{settings.max_iter} trees, one model), fixed, not chosen per fold, so the first rows sit a little below "
             f"the benchmark's.\n\n" + markdown_table(pd.DataFrame(rows)))
-    args.out.write_text(text + "\n")
+    write_text_atomically(args.out, text + "\n")
     print(text)
     return 0
 

@@ -109,19 +109,31 @@ class PairwiseHead:
         differences, first, second = pair_features(rows, scores)
         shapes, pairs, width = differences.shape
         won = 1.0 / (1.0 + np.exp(-self.forest.predict(differences.reshape(-1, width)))).reshape(shapes, pairs)
-        wins = np.zeros(scores.shape)
-        np.add.at(wins, (slice(None), first), won)
-        np.add.at(wins, (slice(None), second), 1.0 - won)
-        return wins
+        return summed_wins(won, first, second, scores.shape[1])
 
 
-def fit_head(lists: HeadLists, settings: HeadSettings = HeadSettings(), seed: int = 0) -> PairwiseHead:
-    """Trained on both orders of every pair whose candidates both ran: label "the first is faster", weight the
-    difference of their relative speeds (a near tie teaches little) times both rows' training weights."""
-    differences, first, second = pair_features(lists.rows[:, :settings.size], lists.scores[:, :settings.size])
+def summed_wins(won: np.ndarray, first: np.ndarray, second: np.ndarray, size: int) -> np.ndarray:
+    """(shapes, size): each listed candidate's summed probability of beating the others, from (shapes, pairs)
+    probabilities that pair i < j's first is faster."""
+    wins = np.zeros((len(won), size))
+    np.add.at(wins, (slice(None), first), won)
+    np.add.at(wins, (slice(None), second), 1.0 - won)
+    return wins
+
+
+def pair_targets(lists: HeadLists, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(shapes, pairs) labels "the first is faster" and training weights: the difference of their relative speeds (a
+    near tie teaches little) times both rows' training weights."""
     faster = lists.relative[:, first] > lists.relative[:, second]
     weight = (np.abs(lists.relative[:, first] - lists.relative[:, second]) * lists.weight[:, first]
               * lists.weight[:, second])
+    return faster, weight
+
+
+def fit_head(lists: HeadLists, settings: HeadSettings = HeadSettings(), seed: int = 0) -> PairwiseHead:
+    """Trained on both orders of every pair whose candidates both ran, labelled and weighted by `pair_targets`."""
+    differences, first, second = pair_features(lists.rows[:, :settings.size], lists.scores[:, :settings.size])
+    faster, weight = pair_targets(lists, first, second)
     width = differences.shape[-1]
     matrix = np.concatenate([differences, -differences]).reshape(-1, width)
     model = HistGradientBoostingClassifier(max_iter=ITERATIONS, learning_rate=LEARNING_RATE,
