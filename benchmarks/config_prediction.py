@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -26,9 +26,9 @@ from tqdm import tqdm
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
 from tunebench.measure.replay import ReplayEvaluator
-from tunebench.predict import (ALIGNMENTS, SELECTED, alignment, by_alignment, by_family, cross_validate, fit_predictor,
-                               load_predictor, per_shape_table, read_header, save_predictor, select_ranker,
-                               summarize_efficiency, training_data)
+from tunebench.predict import (ALIGNMENTS, SELECTED, Predictor, TrainingData, alignment, by_alignment, by_family,
+                               cross_validate, fit_predictor, load_predictor, per_shape_table, read_header,
+                               save_predictor, select_ranker, summarize_efficiency, training_data)
 from tunebench.predict.compiled import divisibility, load_table
 from tunebench.predict.evaluation import best_of_top_k, retest_efficiency
 from tunebench.predict.head import HEAD_SIZE, LEAF_CHOICES
@@ -197,6 +197,20 @@ def efficiency_row(name: str, summary: dict[str, float]) -> dict[str, str]:
             "top-1 hit rate": f"{summary['top1_hit_rate']:.2f}", "top-5 hit rate": f"{summary['top5_hit_rate']:.2f}"}
 
 
+def fit_deployed(data: TrainingData, objectives: Sequence[str], metrics: dict[str, Any], threads: int) -> Predictor:
+    """The predictor trained on every shape: the objective (of `objectives`), tree size and iterations chosen on
+    inner splits of all of them, as in each fold; `metrics` (the cross-validation's summary) go into its header."""
+    with threadpool_limits(threads):  # one process: its fits and predictions take every worker's core
+        candidates = [select_ranker(data, np.arange(len(data.shapes)), objective) for objective in objectives]
+        settings, tuning = max(candidates, key=lambda c: max(t["inner_mean_efficiency"] for t in c[1]["tried"]))
+        return fit_predictor(data, settings, out_of_fold_scores=tuning["out_of_fold_scores"], header={"metrics": {
+            "protocol": f"GroupKFold({N_SPLITS}) by shape; objective ({', '.join(objectives)}), tree size and "
+                        f"iterations chosen on the mean over a seeded partition of each fold's training shapes into "
+                        f"{INNER_SPLITS}, then the neighbour correction by leave-one-shape-out on that partition's "
+                        f"out-of-fold scores, then the pairwise head's tree size on the same partition",
+            **metrics}})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
@@ -283,16 +297,7 @@ def main() -> int:
     # -- the deployed predictor: trained on every shape, objective and settings chosen on inner splits -------
     print("fitting the deployed predictor on every shape", flush=True)
     fit_started = time.perf_counter()
-    with threadpool_limits(args.workers):  # one process now: its fits and predictions take every worker's core
-        candidates = [select_ranker(data, np.arange(len(data.shapes)), objective) for objective in OBJECTIVES]
-        settings, tuning = max(candidates, key=lambda c: max(t["inner_mean_efficiency"] for t in c[1]["tried"]))
-        selected_summary = summarize_efficiency(tables[SELECTED])
-        predictor = fit_predictor(data, settings, out_of_fold_scores=tuning["out_of_fold_scores"], header={"metrics": {
-            "protocol": f"GroupKFold({N_SPLITS}) by shape; objective, tree size and iterations chosen on the mean "
-                        f"over a seeded partition of each fold's training shapes into {INNER_SPLITS}, then the "
-                        f"neighbour correction by leave-one-shape-out on that partition's out-of-fold scores, then "
-                        f"the pairwise head's tree size on the same partition",
-            **selected_summary}})
+    predictor = fit_deployed(data, OBJECTIVES, summarize_efficiency(tables[SELECTED]), args.workers)
     fit_s = time.perf_counter() - fit_started
     path = args.out / f"{data.kernel}_{data.dtype}_h100.predictor"
     save_predictor(predictor, path)

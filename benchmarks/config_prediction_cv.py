@@ -3,7 +3,8 @@ alignment class and family, without the deployed fit, the warm-start replays or 
 
 Run: `.venv/bin/python benchmarks/config_prediction_cv.py --objectives relative` (2,565 s on stop 32's 2-core machine
 for 1,465 shapes; `relative` is the objective every fold of the full runs chose). Writes
-results/config_prediction/cv.md and cv_per_shape.csv.
+results/config_prediction/cv.md and cv_per_shape.csv; with `--deployed PATH`, also the predictor fitted on every
+shape, as the full benchmark fits it.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from config_prediction import COMPILED_RESOURCES, DATASET, efficiency_row, one_hot, percent
+from config_prediction import COMPILED_RESOURCES, DATASET, efficiency_row, fit_deployed, one_hot, percent
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
-from tunebench.predict import (SELECTED, by_family, cross_validate, per_shape_table, summarize_efficiency,
-                               training_data)
+from tunebench.predict import (SELECTED, by_family, cross_validate, load_predictor, per_shape_table, save_predictor,
+                               summarize_efficiency, training_data)
 from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import best_of_top_k
 from tunebench.predict.model import FINAL_MODELS, OBJECTIVES
@@ -75,6 +76,9 @@ def main() -> int:
     parser.add_argument("--objectives", nargs="+", choices=OBJECTIVES, default=list(OBJECTIVES))
     parser.add_argument("--workers", type=int, default=2, help="processes (each single-threaded)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--deployed", type=Path, default=None,
+                        help="also fit the predictor on every shape (as the benchmark does, with these objectives "
+                             "only) and save it here, this run's cross-validation in its header")
     args = parser.parse_args()
     command = " ".join([".venv/bin/python", os.path.relpath(os.path.abspath(sys.argv[0]), REPO), *sys.argv[1:]])
     started = time.perf_counter()
@@ -120,7 +124,23 @@ def main() -> int:
         "What each fold's inner splits chose:",
         markdown_table(chosen)])
     write_text_atomically(args.out, text + "\n")
-    print(text)
+    print(text, flush=True)
+    if args.deployed is not None:
+        print("fitting the deployed predictor on every shape", flush=True)
+        fit_started = time.perf_counter()
+        summary = summarize_efficiency(per_shape_table(data.shapes, cv.scores(SELECTED), latency))
+        predictor = fit_deployed(data, args.objectives, summary, args.workers)
+        save_predictor(predictor, args.deployed)
+        loaded = load_predictor(args.deployed, kernel=data.kernel, gpu=data.gpu)
+        shapes = [tuple(int(v) for v in shape) for shape in data.shapes]
+        assert all(loaded.best_config(s) == predictor.best_config(s) for s in shapes), "reloaded predictor differs"
+        text += (f"\n\nDeployed predictor: `{os.path.relpath(args.deployed, REPO)}`, fitted on all {len(shapes)} "
+                 f"shapes in {time.perf_counter() - fit_started:.0f} s ({predictor.ranker.settings.objective}, "
+                 f"{predictor.ranker.settings.max_iter} trees of {predictor.ranker.settings.max_leaf_nodes} leaves, "
+                 f"{predictor.ranker.settings.models} models, portfolio "
+                 f"{predictor.ranker.settings.portfolio_size or 'all'}; head {predictor.head.settings.max_leaf_nodes} "
+                 f"leaves, with the neighbour evidence); reloaded, it picks as fitted on every shape.")
+        write_text_atomically(args.out, text + "\n")
     return 0
 
 

@@ -31,6 +31,7 @@ from tunebench.measure.dataset import load_dataset
 from tunebench.predict import grouped_folds, read_header, training_data
 from tunebench.predict.compiled import load_table
 from tunebench.predict.dispatch import corrected_lists
+from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS
 from tunebench.predict.features import PROBLEM_FEATURES
 from tunebench.predict.head import (HEAD_SIZE, HeadLists, head_efficiency, head_lists, pair_features, pair_targets,
                                     summed_wins)
@@ -46,7 +47,8 @@ CACHE = REPO / "results" / "config_prediction" / "head_ablation.cache"
 OUT = REPO / "results" / "config_prediction" / "head_ablation.md"
 LIST_SIZE = 20  # candidates cached per list: room for heads that re-order more than HEAD_SIZE
 FIELDS = tuple(HeadLists.__dataclass_fields__)
-DEPLOYED = "deployed head: top 10, 31 leaves, 50 trees of depth <= 5"
+DEPLOYED = "deployed head: top 10, 31 leaves, 50 trees of depth <= 5, with the neighbour evidence"
+CACHE_VERSION = 2  # 2: lists hold candidate indices and the neighbour evidence
 
 
 def cache_fold(data: TrainingData, settings: RankerSettings, fold: int, train: np.ndarray, test: np.ndarray,
@@ -61,13 +63,14 @@ def cache_fold(data: TrainingData, settings: RankerSettings, fold: int, train: n
                                   iterations=(settings.max_iter,), portfolio_sizes=(settings.portfolio_size,))
         ranker = ConfigRanker(replace(settings, models=1)).fit(data, data.rows_of(train))
         allowed = np.arange(len(data.candidates))
-        correction, _, train_lists = corrected_lists(data, ranker, train, tuning["out_of_fold_scores"], allowed,
-                                                     LIST_SIZE)
+        correction, _, evidence, train_lists = corrected_lists(data, ranker, train, tuning["out_of_fold_scores"],
+                                                               allowed, LIST_SIZE)
         rows = data.rows_of(test)
         shaped = (len(test), len(data.candidates))
         scores = ranker.score(data.features[rows]).reshape(shaped) + correction.for_shapes(data.shapes[test])
         test_lists = head_lists(scores, data.features[rows].reshape(*shaped, -1),
                                 data.latency_ms[rows].reshape(shaped), np.ones(shaped), LIST_SIZE)
+        test_lists = test_lists.with_columns(evidence.for_shapes(data.shapes[test], test_lists.candidates))
     arrays = {f"train_{name}": getattr(train_lists, name) for name in FIELDS}
     arrays |= {f"test_{name}": getattr(test_lists, name) for name in FIELDS}
     handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
@@ -121,6 +124,14 @@ def pairwise(size: int = HEAD_SIZE, context: bool = False, iterations: int = 50,
     return run
 
 
+def without_evidence(variant: Callable[[HeadLists, HeadLists], np.ndarray]
+                     ) -> Callable[[HeadLists, HeadLists], np.ndarray]:
+    """The variant on lists stripped of the neighbour evidence's columns (the head as it was before stop 33)."""
+    def strip(lists: HeadLists) -> HeadLists:
+        return replace(lists, rows=lists.rows[..., :-len(EVIDENCE_COLUMNS)])
+    return lambda train, test: variant(strip(train), strip(test))
+
+
 def pointwise(train: HeadLists, test: HeadLists, size: int = HEAD_SIZE) -> np.ndarray:
     """A regression of each listed candidate's relative speed on its features, its first-stage score, the score's gap
     to the list's first and its place in the list; the highest predicted is picked."""
@@ -139,6 +150,7 @@ def pointwise(train: HeadLists, test: HeadLists, size: int = HEAD_SIZE) -> np.nd
 VARIANTS: dict[str, Callable[[HeadLists, HeadLists], np.ndarray]] = {
     "first stage alone (model + correction)": lambda train, test: head_efficiency(test, None),
     DEPLOYED: pairwise(),
+    "the same without the neighbour evidence": without_evidence(pairwise()),
     "the same, re-ordering the top 5": pairwise(size=5),
     "the same, re-ordering the top 20": pairwise(size=LIST_SIZE),
     "the same, with the shape's problem features beside the differences": pairwise(context=True),
@@ -166,7 +178,7 @@ def main() -> int:
     folds = grouped_folds(data.group, N_SPLITS)
     args.cache.mkdir(parents=True, exist_ok=True)
     # a cached fold is reused only for the same shapes and ranker settings
-    key = hashlib.sha256(data.shapes.tobytes() + repr(settings).encode()).hexdigest()[:12]
+    key = hashlib.sha256(data.shapes.tobytes() + repr((settings, CACHE_VERSION)).encode()).hexdigest()[:12]
     paths = [args.cache / f"fold{fold}_{len(data.shapes)}shapes_{key}.npz" for fold in range(len(folds))]
     jobs = [(data, settings, fold, train, test, path)
             for fold, ((train, test), path) in enumerate(zip(folds, paths)) if not path.exists()]

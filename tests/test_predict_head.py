@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
-from tunebench.predict import fit_predictor, load_predictor, save_predictor, select_ranker
+from tunebench.predict import fit_predictor, load_predictor, read_header, save_predictor, select_ranker
+from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS
 from tunebench.predict.head import (LEAF_CHOICES, HeadLists, HeadSettings, fit_head, head_efficiency, head_lists,
                                     pair_features, select_head)
 
@@ -20,7 +21,7 @@ def synthetic_lists(shapes: int = 80, size: int = 6, seed: int = 0) -> HeadLists
     order = np.argsort(-scores, axis=1)  # a list comes best first by the first stage's scores
     take = lambda array: np.take_along_axis(array, order, axis=1)  # noqa: E731
     return HeadLists(np.take_along_axis(rows, order[..., None], axis=1), take(scores), take(relative),
-                     1.0 / take(relative), np.ones((shapes, size)), np.ones(shapes))
+                     1.0 / take(relative), np.ones((shapes, size)), np.ones(shapes), order)
 
 
 def test_pair_features_are_row_differences_with_the_score():
@@ -38,7 +39,9 @@ def test_head_lists_take_each_shapes_top_in_score_order():
     np.testing.assert_allclose(lists.scores, [[0.9, 0.5, 0.1]])
     np.testing.assert_allclose(lists.rows[0], features[0, [1, 2, 0]])
     np.testing.assert_allclose(lists.relative, [[0.5, 1.0, 0.25]])
-    assert lists.best_ms.tolist() == [1.0]
+    assert lists.best_ms.tolist() == [1.0] and lists.candidates.tolist() == [[1, 2, 0]]
+    wider = lists.with_columns(np.full((1, 3, 1), 7.0))
+    assert wider.rows.shape == (1, 3, 3) and (wider.rows[..., -1] == 7).all() and wider.scores is lists.scores
 
 
 def test_the_head_learns_the_order_the_first_stage_got_wrong():
@@ -90,15 +93,20 @@ def test_a_predictor_re_ranks_its_top_with_the_head_and_keeps_it_through_a_file(
         top = np.argsort(-corrected, kind="stable")[:size]
         assert set(np.argsort(-ranked, kind="stable")[:size]) == set(top)  # the head re-orders, never replaces
         assert ranked[top].min() > np.delete(ranked, top).max()
-        # best_config: the head (through sklearn here) on the top of the shortlist by the corrected scores
+        # best_config: the head (through sklearn here) on the top of the shortlist by the corrected scores, each
+        # listed candidate's feature row followed by the neighbour evidence on it
         shortlist = predictor.shortlist.for_shape(shape)
         listed = shortlist[np.argsort(-corrected[shortlist], kind="stable")[:size]]
-        wins = predictor.head.wins(predictor._features(shape, None, listed)[None], corrected[listed][None])[0]
+        rows = np.concatenate([predictor._features(shape, None, listed),
+                               predictor.evidence.for_shapes(np.array([shape]), listed[None])[0]], axis=-1)
+        wins = predictor.head.wins(rows[None], corrected[listed][None])[0]
         assert predictor.best_config(shape) == predictor.config(int(listed[np.argmax(wins)]))
     path = tmp_path / "headed.predictor"
     save_predictor(predictor, path)
     loaded = load_predictor(path, gpu=data.gpu)
     assert loaded.head.settings == predictor.head.settings
+    np.testing.assert_array_equal(loaded.evidence.relative, predictor.evidence.relative)
+    assert read_header(path)["head_evidence"] == list(EVIDENCE_COLUMNS)
     for shape in map(tuple, data.shapes[:4]):
         np.testing.assert_allclose(loaded.scores(shape), predictor.scores(shape))
         assert loaded.best_config(shape) == predictor.best_config(shape)

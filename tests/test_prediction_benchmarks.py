@@ -10,6 +10,7 @@ import pandas as pd
 from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
 from test_predict_head import synthetic_lists
 from tunebench.predict import grouped_folds
+from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS
 from tunebench.predict.head import HeadSettings, fit_head, head_efficiency
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the scripts import their siblings
@@ -32,6 +33,10 @@ def test_the_head_ablations_deployed_variant_is_the_deployed_head(tmp_path, data
     assert test_lists.rows.shape[:2] == (len(folds[0][1]), head_ablation.LIST_SIZE)
     np.testing.assert_array_equal(test_lists.best_ms, data.latency_ms[data.rows_of(held_out)].reshape(
         len(held_out), -1).min(axis=1))
+    # both sides' rows: the features, then the neighbour evidence, which the ablation's variant strips
+    assert train_lists.rows.shape[-1] == test_lists.rows.shape[-1] == data.features.shape[1] + len(EVIDENCE_COLUMNS)
+    width = head_ablation.without_evidence(lambda train, test: (train.rows.shape[-1], test.rows.shape[-1]))
+    assert width(train_lists, test_lists) == (data.features.shape[1],) * 2
     efficiency = head_ablation.pairwise(context=True)(train_lists, test_lists)
     assert efficiency.shape == (len(held_out),) and ((0 < efficiency) & (efficiency <= 1)).all()
 
@@ -45,3 +50,14 @@ def test_the_cross_validation_scripts_class_table_reads_mean_p10_and_min_of_each
     assert rows["shapes"].tolist() == ["aligned (3)", "odd (2)", "real-model layers (2)"]  # no hinted row: none
     full = config_prediction_cv.PIPELINE_ROWS[0][1]
     assert rows[full].tolist() == ["90.00 / 82.00 / 80.00 %", "72.50 / 54.50 / 50.00 %", "95.00 / 91.00 / 90.00 %"]
+
+
+def test_the_deployed_fit_chooses_among_the_objectives_given_and_records_the_metrics(data):  # noqa: F811
+    """`config_prediction.fit_deployed`, shared by both scripts: the objective is one of those given, the head reads
+    the neighbour evidence of every shape, and the header carries the cross-validation's metrics."""
+    import config_prediction  # noqa: E402  (a sibling script)
+    predictor = config_prediction.fit_deployed(data, ("relative",), {"mean": 0.5}, threads=1)
+    assert predictor.ranker.settings.objective == "relative"
+    assert predictor.head is not None and len(predictor.evidence.coordinates) == len(data.shapes)
+    metrics = predictor.header["metrics"]
+    assert metrics["mean"] == 0.5 and "objective (relative)" in metrics["protocol"]

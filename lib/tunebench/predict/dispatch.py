@@ -29,6 +29,7 @@ from tunebench.measure.result import Evaluator, Result
 from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.features import CandidateFeatures, Hardware, check_dtype, feature_names, features
 from tunebench.predict.forest import CompiledForest, check_threads
+from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS, NeighbourEvidence
 from tunebench.predict.head import HEAD_SIZE, HeadLists, PairwiseHead, head_lists, select_head
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
 from tunebench.predict.neighbours import NeighbourCorrection, select_correction
@@ -36,11 +37,12 @@ from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axe
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
-# 6: the ranker is a list of models, averaged; 5: the payload is zlib-compressed; 4: the shortlist grid ranks the
-# corrected scores, and the pairwise head; 3: with the neighbour correction; 2: the shortlist is a grid of the model's
-# own top lists
-FORMAT_VERSION = 6
-READABLE_VERSIONS = (5, 6)  # a format-5 file holds one model: it loads as a ranker of one
+# 7: the head reads neighbour evidence; 6: the ranker is a list of models, averaged; 5: the payload is
+# zlib-compressed; 4: the shortlist grid ranks the corrected scores, and the pairwise head; 3: with the neighbour
+# correction; 2: the shortlist is a grid of the model's own top lists
+FORMAT_VERSION = 7
+READABLE_VERSIONS = (5, 6, 7)  # a format-5 file holds one model: it loads as a ranker of one; a file before 7 has a
+# head without neighbour evidence
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
 # keeping the fastest scored 99.22 % mean efficiency when re-timed side by side (results/config_prediction/retime.md).
 TIMED_TOP_K = 10
@@ -71,12 +73,14 @@ class Predictor:
     (indices into the candidates, chosen on the training shapes). `resources`: the compiler's facts of the
     candidates, which the features read; `correction`: the neighbour correction added to the model's scores (None:
     the model alone); `head`: the pairwise re-ranker of the top of the corrected ranking (None: no re-ranking);
+    `evidence`: the training shapes' measurements the head reads beside the features (None: a head trained without);
     `threads`: how many threads `best_config` walks the trees in (1 to `forest.PARTS`; the same picks for any)."""
 
     def __init__(self, ranker: ConfigRanker, space: Space, candidates: np.ndarray, *, kernel: str, dtype: str,
                  gpu: str, hardware: Hardware, resources: CompiledResources, shortlist: GridShortlist,
                  portfolio: np.ndarray, correction: NeighbourCorrection | None = None,
-                 head: PairwiseHead | None = None, header: Mapping[str, Any] | None = None, threads: int = 1) -> None:
+                 head: PairwiseHead | None = None, evidence: NeighbourEvidence | None = None,
+                 header: Mapping[str, Any] | None = None, threads: int = 1) -> None:
         self.ranker = ranker
         self.space = space
         self.candidates = np.asarray(candidates, dtype=np.int64)
@@ -86,6 +90,7 @@ class Predictor:
         self.shortlist = shortlist
         self.correction = correction
         self.head = head
+        self.evidence = evidence
         self.header = dict(header or {})
         self.threads = check_threads(threads)
         self.forest = CompiledForest(*ranker.models_)
@@ -107,8 +112,16 @@ class Predictor:
         ranker.models_ = self.ranker.models_[:count]
         return Predictor(ranker, self.space, self.candidates, kernel=self.kernel, dtype=self.dtype, gpu=self.gpu,
                          hardware=self.hardware, resources=self.resources, shortlist=self.shortlist,
-                         portfolio=self.portfolio, correction=self.correction, head=self.head, header=self.header,
-                         threads=self.threads)
+                         portfolio=self.portfolio, correction=self.correction, head=self.head,
+                         evidence=self.evidence, header=self.header, threads=self.threads)
+
+    def _head_wins(self, shape: Sequence[int], rows: np.ndarray, scores: np.ndarray,
+                   candidates: np.ndarray) -> np.ndarray:
+        """The head's summed wins of the listed candidates (indices), from their feature rows and first-stage scores,
+        with the neighbour evidence on them when the head was trained with it."""
+        if self.evidence is not None:
+            rows = np.concatenate([rows, self.evidence.for_shapes(np.array([shape]), candidates[None])[0]], axis=-1)
+        return self.head.wins(rows[None], scores[None])[0]
 
     def config(self, index: int) -> dict[str, int]:
         return dict(zip(self.space.names, (int(value) for value in self.candidates[index])))
@@ -136,7 +149,7 @@ class Predictor:
         if self.head is None:
             return scores
         top = np.argsort(-restrict(scores, self.portfolio), kind="stable")[:self.head.settings.size]
-        wins = self.head.wins(matrix[top][None], scores[top][None])[0]
+        wins = self._head_wins(checked_shape(shape), matrix[top], scores[top], top)
         lifted = scores.copy()
         lifted[top] = scores.max() + 1.0 + wins
         return lifted
@@ -167,7 +180,7 @@ class Predictor:
         if self.head is None:
             return self.config(int(shortlist[np.argmax(scores)]))
         top = np.argsort(-scores, kind="stable")[:self.head.settings.size]
-        wins = self.head.wins(matrix[top][None], scores[top][None])[0]
+        wins = self._head_wins(shape, matrix[top], scores[top], shortlist[top])
         return self.config(int(shortlist[top[np.argmax(wins)]]))
 
     def timed_best_config(self, shape: Sequence[int], evaluator: Evaluator, k: int = TIMED_TOP_K,
@@ -207,9 +220,9 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
     ranker = ConfigRanker(settings).fit(data, data.rows_of(shape_indices))
     allowed = portfolio(data, shape_indices, settings.portfolio_size)
     resources = data.resources.restricted(data.candidates)
-    correction, tried, head, head_tried = None, [], None, []
+    correction, tried, head, head_tried, evidence = None, [], None, [], None
     if out_of_fold_scores is not None:
-        correction, tried, lists = corrected_lists(data, ranker, shape_indices, out_of_fold_scores, allowed)
+        correction, tried, evidence, lists = corrected_lists(data, ranker, shape_indices, out_of_fold_scores, allowed)
         head, head_tried = select_head(lists, seed=settings.random_state)
 
     def score(shapes: np.ndarray) -> np.ndarray:
@@ -221,7 +234,7 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
     shortlist = build_shortlist(score, grid_axes(data.shapes[shape_indices]), allowed, shortlist_shapes)
     return Predictor(ranker, data.space, data.candidates, kernel=data.kernel, dtype=data.dtype, gpu=data.gpu,
                      hardware=data.hardware, resources=resources, shortlist=shortlist, portfolio=allowed,
-                     correction=correction, head=head,
+                     correction=correction, head=head, evidence=evidence,
                      header={"training": {"shapes": data.shapes[shape_indices].tolist(),
                                           "provenance": data.provenance},
                              "correction_tried": tried, "head_tried": head_tried, **(header or {})})
@@ -229,9 +242,10 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
 
 def corrected_lists(data: TrainingData, ranker: ConfigRanker, shape_indices: np.ndarray,
                     out_of_fold_scores: np.ndarray, allowed: np.ndarray, size: int = HEAD_SIZE
-                    ) -> tuple[NeighbourCorrection, list[dict[str, Any]], HeadLists]:
-    """The neighbour correction chosen on the training shapes' out-of-fold scores (with what it tried), and the
-    shapes' top `size` lists by those scores corrected from the other shapes' residuals: what the head trains on."""
+                    ) -> tuple[NeighbourCorrection, list[dict[str, Any]], NeighbourEvidence, HeadLists]:
+    """The neighbour correction chosen on the training shapes' out-of-fold scores (with what it tried), the shapes'
+    measurements as neighbour evidence, and their top `size` lists by those scores corrected from the other shapes'
+    residuals, with the evidence from the other shapes: what the head trains on."""
     rows = data.rows_of(shape_indices)
     shaped = (len(shape_indices), len(data.candidates))
     targets = ranker.targets(data, rows)[0].reshape(shaped)
@@ -240,12 +254,13 @@ def corrected_lists(data: TrainingData, ranker: ConfigRanker, shape_indices: np.
     weight = (data.spread[rows] <= ranker.settings.max_training_spread).astype(float).reshape(shaped)
     lists = head_lists(restrict(correction.leave_one_out(out_of_fold_scores), allowed),
                        data.features[rows].reshape(*shaped, -1), latency, weight, size)
-    return correction, tried, lists
+    evidence = NeighbourEvidence(data.shapes[shape_indices], latency.min(axis=1, keepdims=True) / latency)  # inf: 0
+    return correction, tried, evidence, lists.with_columns(evidence.leave_one_out(lists.candidates))
 
 
 # ---------------------------------------------------------------------------------------------
 # File format: MAGIC, one line of JSON header, then a zlib-compressed pickle of the models, shortlist, resources,
-# correction and head
+# correction, head and neighbour evidence
 # ---------------------------------------------------------------------------------------------
 
 def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
@@ -259,16 +274,17 @@ def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
         "settings": asdict(predictor.ranker.settings),
         "correction": None if predictor.correction is None else asdict(predictor.correction.settings),
         "head": None if predictor.head is None else asdict(predictor.head.settings),
+        "head_evidence": None if predictor.evidence is None else list(EVIDENCE_COLUMNS),
         "sklearn_version": sklearn.__version__, "payload_sha256": hashlib.sha256(payload).hexdigest(),
     }
 
 
 def save_predictor(predictor: Predictor, path: str | os.PathLike[str]) -> None:
     """Write the predictor atomically: the magic line, a JSON header line, then the models, shortlist, compiled
-    resources, neighbour correction and head, pickled and zlib-compressed."""
+    resources, neighbour correction, head and neighbour evidence, pickled and zlib-compressed."""
     path = Path(path)
     content = {"models": predictor.ranker.models_, "shortlist": predictor.shortlist, "resources": predictor.resources,
-               "correction": predictor.correction, "head": predictor.head}
+               "correction": predictor.correction, "head": predictor.head, "evidence": predictor.evidence}
     payload = zlib.compress(pickle.dumps(content), PAYLOAD_COMPRESSION_LEVEL)
     header = json.dumps(_header(predictor, payload), sort_keys=True).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -339,6 +355,6 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
                      resources=content["resources"], shortlist=content["shortlist"],
                      # a file written before portfolios existed picks among every candidate
                      portfolio=np.array(header.get("portfolio", range(len(header["candidates"]))), dtype=np.int64),
-                     correction=content["correction"], head=content["head"],
+                     correction=content["correction"], head=content["head"], evidence=content.get("evidence"),
                      header={name: header[name] for name in ("training", "metrics", "correction_tried", "head_tried")
                              if name in header}, threads=threads)

@@ -3,14 +3,15 @@ training shapes' out-of-fold lists.
 
 The first stage (the model plus the neighbour correction) finds the set well and the order within it poorly: the best
 config is in its top 10 on nearly every shape, first on a third. For each pair of the top `size`, a gradient-boosted
-classifier reads the difference of their features and first-stage scores and predicts which is faster; a candidate's
-head score is its summed win probability. `select_head` sizes and fits it on the training shapes only.
+classifier reads the difference of their features, first-stage scores and neighbour evidence (`predict.evidence`: how
+they ran on the nearest training shapes) and predicts which is faster; a candidate's head score is its summed win
+probability. `select_head` sizes and fits it on the training shapes only.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -45,7 +46,7 @@ class HeadSettings:
 class HeadLists:
     """Per shape, the first stage's top candidates best first: their feature rows (shapes, k, features), first-stage
     scores (shapes, k), relative speeds (latency of the shape's best candidate / theirs; the training target),
-    latencies and training weights (0 for rows disturbed while timed)."""
+    latencies, training weights (0 for rows disturbed while timed) and candidate indices."""
 
     rows: np.ndarray
     scores: np.ndarray
@@ -53,9 +54,14 @@ class HeadLists:
     latency_ms: np.ndarray
     weight: np.ndarray
     best_ms: np.ndarray  # (shapes,) the best latency over every candidate of the shape
+    candidates: np.ndarray  # (shapes, k) the listed candidates' indices
 
     def take(self, shapes: np.ndarray) -> HeadLists:
         return HeadLists(*(getattr(self, name)[shapes] for name in self.__dataclass_fields__))
+
+    def with_columns(self, columns: np.ndarray) -> HeadLists:
+        """The same lists with (shapes, k, c) more columns after each listed candidate's feature row."""
+        return replace(self, rows=np.concatenate([self.rows, columns], axis=-1))
 
 
 def head_lists(scores: np.ndarray, features: np.ndarray, latency_ms: np.ndarray, weight: np.ndarray,
@@ -69,7 +75,7 @@ def head_lists(scores: np.ndarray, features: np.ndarray, latency_ms: np.ndarray,
     with np.errstate(invalid="ignore"):
         relative = np.where(np.isfinite(latency), best[:, None] / latency, 0.0)
     return HeadLists(rows, np.take_along_axis(scores, order, axis=1), relative, latency,
-                     np.take_along_axis(weight, order, axis=1), best)
+                     np.take_along_axis(weight, order, axis=1), best, order)
 
 
 @functools.lru_cache(maxsize=64)

@@ -53,7 +53,7 @@ def shape_coordinates(shapes: np.ndarray | Sequence[Sequence[int]]) -> np.ndarra
     return np.log2(np.column_stack([shapes, np.gcd(shapes[:, 1:], 16)]).astype(np.float64))
 
 
-def _distances(query: np.ndarray, reference: np.ndarray, settings: CorrectionSettings) -> np.ndarray:
+def shape_distances(query: np.ndarray, reference: np.ndarray, settings: CorrectionSettings) -> np.ndarray:
     """(queries, references): the scaled Euclidean distance in log2 (M, N, K) plus the class penalty, column by
     column (a sum over an axis of 3 costs numpy more than the three additions)."""
     def apart(column: int) -> np.ndarray:
@@ -94,7 +94,7 @@ class NeighbourCorrection:
         query = shape_coordinates(shapes)
         if self.settings.strength == 0:
             return np.zeros((len(query), self.residuals.shape[1] if candidates is None else len(candidates)))
-        distance = _distances(query, self.coordinates, self.settings)
+        distance = shape_distances(query, self.coordinates, self.settings)
         return self.settings.strength * _mean_residual(distance, self.residuals, self.settings, candidates)
 
     def for_shape(self, shape: Sequence[int], candidates: np.ndarray | None = None) -> np.ndarray:
@@ -105,7 +105,7 @@ class NeighbourCorrection:
         other training shapes' residuals (what `select_correction` scored)."""
         if self.settings.strength == 0:
             return out_of_fold_scores
-        distance = _distances(self.coordinates, self.coordinates, self.settings)
+        distance = shape_distances(self.coordinates, self.coordinates, self.settings)
         np.fill_diagonal(distance, np.inf)  # a shape never corrects itself
         return out_of_fold_scores + self.settings.strength * _mean_residual(distance, self.residuals, self.settings)
 
@@ -128,7 +128,7 @@ def select_correction(shapes: np.ndarray, targets: np.ndarray, out_of_fold_score
         else:
             key = (settings.class_penalty, settings.m_scale)
             if key not in distances:
-                distance = _distances(coordinates, coordinates, settings)
+                distance = shape_distances(coordinates, coordinates, settings)
                 np.fill_diagonal(distance, np.inf)  # a shape never corrects itself
                 distances[key] = distance
             corrected = out_of_fold_scores + settings.strength * _mean_residual(distances[key], residuals, settings)
