@@ -16,6 +16,8 @@ resumed sitting times the same picks and the summary judges them, whatever per_s
 GPU:  PYTHONPATH=lib python3 benchmarks/config_prediction_retime.py measure --journal J --stop-after-s 520
 CPU:  .venv/bin/python benchmarks/config_prediction_retime.py summarize --journal results/config_prediction/retime_h100.csv
       [--picks P: judge another predictor's picks, all timed by the same sitting]
+      .venv/bin/python benchmarks/config_prediction_retime.py pool --journals J1 J2 ... --out P.md: several sittings'
+      shapes pooled (each journal judged by the picks frozen beside it)
 """
 
 from __future__ import annotations
@@ -161,6 +163,37 @@ The 10 shapes with the lowest re-timed prediction efficiency:
     print(text)
 
 
+def pool(args: argparse.Namespace) -> None:
+    """Mean / P10 / min of every judged column over the shapes of several sittings together (checks of one
+    predictor, say), each sitting's picks those frozen beside its journal."""
+    from tunebench.tables import markdown_table
+
+    if not args.journals:
+        raise SystemExit("pool needs --journals: one or more re-timing journals")
+    tables = []
+    for journal in args.journals:
+        per_shape = pd.read_csv(picks_path(journal))
+        table = retimed_efficiency(pd.read_csv(journal), per_shape, TOP_K)
+        if len(table) != len(per_shape):
+            raise SystemExit(f"{journal.name}: {len(per_shape) - len(table)} of its {len(per_shape)} frozen shapes "
+                             "were not timed: pool only finished sittings")
+        tables.append(table.assign(sitting=journal.name))
+    table = pd.concat(tables, ignore_index=True)
+    columns = [name for name in table.columns if name not in ("M", "N", "K", "configs timed", "sitting")]
+    summary = pd.DataFrame([{"judged": name, "mean": f"{table[name].mean():.2%}",
+                             "P10": f"{np.percentile(table[name], 10):.2%}", "min": f"{table[name].min():.2%}",
+                             "median": f"{table[name].median():.2%}"} for name in columns])
+    text = (f"# Re-timed checks pooled\n\nCommand: `.venv/bin/python {' '.join(sys.argv)}`.\n\n{len(table)} shapes "
+            f"from {len(args.journals)} sittings ({', '.join(f'`{j.name}`' for j in args.journals)}), each judged as "
+            f"`summarize` judges it (rounds 1.. of its own sitting), pooled before the mean, P10 and min.\n\n"
+            f"{markdown_table(summary)}\n")
+    path = Path(args.out)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(text)
+    temporary.replace(path)
+    print(text)
+
+
 def row_range(text: str) -> tuple[int, int]:
     """'START:STOP' as two ints, 0 <= START < STOP; a clear error otherwise."""
     start, _, stop = text.partition(":")
@@ -175,7 +208,7 @@ def row_range(text: str) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=("measure", "summarize"))
+    parser.add_argument("mode", choices=("measure", "summarize", "pool"))
     parser.add_argument("--journal", type=Path, default=REPO / "results" / "config_prediction" / "retime_h100.csv")
     parser.add_argument("--per-shape", type=Path, default=PER_SHAPE, help="the picks to time (first sitting only)")
     parser.add_argument("--dataset", type=Path, default=DATASET)
@@ -187,8 +220,9 @@ def main() -> None:
                              "timed the union of two predictors' picks judges each); every pick must have been timed")
     parser.add_argument("--rows", type=row_range, default=(0, None), metavar="START:STOP",
                         help="summarize only these rows of the frozen picks (0-based, STOP excluded)")
+    parser.add_argument("--journals", type=Path, nargs="+", help="pool: the re-timing journals to pool")
     args = parser.parse_args()
-    measure(args) if args.mode == "measure" else summarize(args)
+    {"measure": measure, "summarize": summarize, "pool": pool}[args.mode](args)
 
 
 if __name__ == "__main__":

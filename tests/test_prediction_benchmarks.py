@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
 from test_predict_head import synthetic_lists
@@ -61,3 +62,27 @@ def test_the_deployed_fit_chooses_among_the_objectives_given_and_records_the_met
     assert predictor.head is not None and len(predictor.evidence.coordinates) == len(data.shapes)
     metrics = predictor.header["metrics"]
     assert metrics["mean"] == 0.5 and "objective (relative)" in metrics["protocol"]
+
+
+def test_pooled_re_timings_are_every_sittings_shapes_together(tmp_path):
+    """`config_prediction_retime.py pool` over two recorded checks: the pooled mean is that of both sittings' shapes
+    judged one by one; a sitting with an untimed frozen shape is refused."""
+    import argparse
+
+    import config_prediction_retime as retime  # noqa: E402  (a sibling script)
+    from tunebench.predict.evaluation import retimed_efficiency
+    results = Path(__file__).resolve().parents[1] / "results" / "config_prediction"
+    journals = [results / "retime_h100_thirteenth.csv", results / "retime_h100_fourteenth.csv"]
+    out = tmp_path / "pooled.md"
+    retime.pool(argparse.Namespace(journals=journals, out=out))
+    judged = pd.concat([retimed_efficiency(pd.read_csv(j), pd.read_csv(retime.picks_path(j)), retime.TOP_K)
+                        for j in journals])
+    assert len(judged) == 96
+    assert f"| prediction | {judged['prediction'].mean():.2%} | {np.percentile(judged['prediction'], 10):.2%} |" in (
+        out.read_text())
+    unfinished = tmp_path / "unfinished.csv"
+    unfinished.write_text(journals[0].read_text())
+    picks = pd.read_csv(retime.picks_path(journals[0]))
+    pd.concat([picks, picks.iloc[:1].assign(M=7)]).to_csv(retime.picks_path(unfinished), index=False)
+    with pytest.raises(SystemExit, match="1 of its 49 frozen shapes were not timed"):
+        retime.pool(argparse.Namespace(journals=[unfinished], out=out))

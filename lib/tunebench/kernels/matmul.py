@@ -65,7 +65,7 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 768 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 816 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
@@ -74,8 +74,8 @@ DATASET_SHAPES = (
 # journal each) the 841-, 889-, 985-, again the 985- and the 1,081-shape ones, the next two 48s (2026-11-26,
 # from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one,
 # the next two 48s (2026-11-26/27, from _eleventh.parquet and _twelfth.parquet) again the 1,129-shape one and
-# the 1,225-shape one, and the last three 48s (2026-11-27, from _thirteenth.parquet, _fourteenth.parquet and
-# _fifteenth.parquet) the 1,321-shape one, three times. `--check` checks them.
+# the 1,225-shape one, and the last four 48s (2026-11-27, from _thirteenth.parquet, _fourteenth.parquet,
+# _fifteenth.parquet and _sixteenth.parquet) the 1,321-shape one, four times. `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -325,6 +325,14 @@ PREDICTION_SHAPES = (
     (202, 7168, 3584), (7, 17920, 1536), (1721, 5120, 3072), (78, 8960, 5120), (1984, 3072, 8192), (4, 8192, 14336),
     (157, 3584, 3584), (24, 1024, 1536), (12, 5120, 8192), (1087, 3456, 5120), (133, 3584, 4736), (816, 8192, 1024),
     (10, 1920, 5120), (6, 8192, 2048), (7, 3584, 18944), (181, 2560, 3072), (252, 896, 5120), (1433, 5120, 1728),
+    (235, 5120, 2240), (113, 4096, 4096), (1, 8192, 8192), (419, 6912, 5120), (5521, 8192, 2048), (505, 4096, 3072),
+    (979, 4096, 3072), (447, 4096, 3072), (7271, 1536, 2048), (127, 8192, 3072), (2, 1536, 768), (1163, 2048, 8192),
+    (173, 8192, 2048), (72, 1280, 8192), (440, 9472, 3584), (7410, 2304, 3584), (4777, 3584, 3584), (4099, 3584, 1792),
+    (19, 5120, 13824), (2113, 1792, 5120), (252, 35840, 5120), (10, 1152, 3072), (96, 896, 896), (5, 896, 5120),
+    (3790, 1152, 3072), (4, 1536, 192), (4420, 1536, 384), (1312, 1280, 8192), (18, 896, 448), (60, 8192, 3584),
+    (6740, 4096, 3072), (3, 7168, 4096), (35, 144, 896), (2, 7168, 3584), (20, 4096, 7168), (320, 3072, 768),
+    (3441, 4096, 3584), (1, 4096, 2048), (5, 5120, 2560), (541, 4096, 3072), (488, 5120, 5120), (164, 4864, 896),
+    (327, 5120, 5120), (83, 8192, 3584), (2, 4096, 512), (1730, 3584, 1792), (180, 8192, 2048), (1, 1280, 3072),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
