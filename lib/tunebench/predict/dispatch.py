@@ -27,9 +27,9 @@ import sklearn
 from tunebench.kernels import matmul
 from tunebench.measure.result import Evaluator, Result
 from tunebench.predict.compiled import CompiledResources
+from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS, NeighbourEvidence
 from tunebench.predict.features import CandidateFeatures, Hardware, check_dtype, feature_names, features
 from tunebench.predict.forest import CompiledForest, check_threads
-from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS, NeighbourEvidence
 from tunebench.predict.head import HEAD_SIZE, HeadLists, PairwiseHead, head_lists, select_head
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
 from tunebench.predict.neighbours import NeighbourCorrection, select_correction
