@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.result import Status
 from tunebench.predict.evaluation import retimed_efficiency, untimed_picks
@@ -129,10 +130,7 @@ def summarize(args: argparse.Namespace) -> None:
     if table.empty:
         raise SystemExit(f"no shape of {picks.name} was timed in {Path(args.journal).name}")
     provenance = json.loads(Path(args.journal).with_suffix(".provenance.json").read_text())
-    columns = [name for name in table.columns if name not in ("M", "N", "K", "configs timed")]
-    summary = pd.DataFrame([{"judged": name, "mean": f"{table[name].mean():.2%}",
-                             "P10": f"{np.percentile(table[name], 10):.2%}", "min": f"{table[name].min():.2%}",
-                             "median": f"{table[name].median():.2%}"} for name in columns])
+    columns = judged_columns(table)
     rounds = int(journal["round"].max()) + 1
     worst = table.nsmallest(10, "prediction")
     rows_note = f" (rows {start} to {stop - 1} of the frozen picks)" if args.rows != (0, None) else ""
@@ -150,17 +148,26 @@ picks are those of `{picks.name}`, each made by a model that never saw the shape
 or frozen before the shape was measured). "(replay)" rows judge the same picks by the recorded dataset, as benchmarks/config_prediction.py does.
 "recorded best" is the replay's measured best, judged here.
 
-{markdown_table(summary)}
+{markdown_table(judged_summary(table))}
 
 The 10 shapes with the lowest re-timed prediction efficiency:
 
 {markdown_table(worst.assign(**{name: worst[name].map('{:.2%}'.format) for name in columns}))}
 """
-    path = Path(args.out)
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(text)
-    temporary.replace(path)
+    write_text_atomically(args.out, text)
     print(text)
+
+
+def judged_columns(table: pd.DataFrame) -> list[str]:
+    """The efficiency columns of a `retimed_efficiency` table (every one but the shape and the count timed)."""
+    return [name for name in table.columns if name not in ("M", "N", "K", "configs timed")]
+
+
+def judged_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean, P10, min and median of each judged column over the table's shapes, as percentages."""
+    return pd.DataFrame([{"judged": name, "mean": f"{table[name].mean():.2%}",
+                          "P10": f"{np.percentile(table[name], 10):.2%}", "min": f"{table[name].min():.2%}",
+                          "median": f"{table[name].median():.2%}"} for name in judged_columns(table)])
 
 
 def pool(args: argparse.Namespace) -> None:
@@ -177,20 +184,13 @@ def pool(args: argparse.Namespace) -> None:
         if len(table) != len(per_shape):
             raise SystemExit(f"{journal.name}: {len(per_shape) - len(table)} of its {len(per_shape)} frozen shapes "
                              "were not timed: pool only finished sittings")
-        tables.append(table.assign(sitting=journal.name))
+        tables.append(table)
     table = pd.concat(tables, ignore_index=True)
-    columns = [name for name in table.columns if name not in ("M", "N", "K", "configs timed", "sitting")]
-    summary = pd.DataFrame([{"judged": name, "mean": f"{table[name].mean():.2%}",
-                             "P10": f"{np.percentile(table[name], 10):.2%}", "min": f"{table[name].min():.2%}",
-                             "median": f"{table[name].median():.2%}"} for name in columns])
     text = (f"# Re-timed checks pooled\n\nCommand: `.venv/bin/python {' '.join(sys.argv)}`.\n\n{len(table)} shapes "
             f"from {len(args.journals)} sittings ({', '.join(f'`{j.name}`' for j in args.journals)}), each judged as "
             f"`summarize` judges it (rounds 1.. of its own sitting), pooled before the mean, P10 and min.\n\n"
-            f"{markdown_table(summary)}\n")
-    path = Path(args.out)
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(text)
-    temporary.replace(path)
+            f"{markdown_table(judged_summary(table))}\n")
+    write_text_atomically(args.out, text)
     print(text)
 
 

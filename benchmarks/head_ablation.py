@@ -26,6 +26,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostin
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
+from config_prediction import COMPILED_RESOURCES, DATASET
 from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import load_dataset
 from tunebench.predict import grouped_folds, read_header, training_data
@@ -40,8 +41,6 @@ from tunebench.predict.protocol import N_SPLITS
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
-DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h100_prediction.parquet"
-COMPILED_RESOURCES = REPO / "results" / "datasets" / "matmul_bfloat16_sm90_compiled.csv"
 PREDICTOR = REPO / "results" / "config_prediction" / "matmul_bfloat16_h100.predictor"
 CACHE = REPO / "results" / "config_prediction" / "head_ablation.cache"
 OUT = REPO / "results" / "config_prediction" / "head_ablation.md"
