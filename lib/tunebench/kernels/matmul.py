@@ -65,7 +65,7 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 816 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 864 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
@@ -74,8 +74,9 @@ DATASET_SHAPES = (
 # journal each) the 841-, 889-, 985-, again the 985- and the 1,081-shape ones, the next two 48s (2026-11-26,
 # from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one,
 # the next two 48s (2026-11-26/27, from _eleventh.parquet and _twelfth.parquet) again the 1,129-shape one and
-# the 1,225-shape one, and the last four 48s (2026-11-27, from _thirteenth.parquet, _fourteenth.parquet,
-# _fifteenth.parquet and _sixteenth.parquet) the 1,321-shape one, four times. `--check` checks them.
+# the 1,225-shape one, and the last five 48s (2026-11-27, from _thirteenth.parquet, _fourteenth.parquet,
+# _fifteenth.parquet, _sixteenth.parquet and _seventeenth.parquet) the 1,321-shape one, five times. `--check`
+# checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -333,6 +334,14 @@ PREDICTION_SHAPES = (
     (6740, 4096, 3072), (3, 7168, 4096), (35, 144, 896), (2, 7168, 3584), (20, 4096, 7168), (320, 3072, 768),
     (3441, 4096, 3584), (1, 4096, 2048), (5, 5120, 2560), (541, 4096, 3072), (488, 5120, 5120), (164, 4864, 896),
     (327, 5120, 5120), (83, 8192, 3584), (2, 4096, 512), (1730, 3584, 1792), (180, 8192, 2048), (1, 1280, 3072),
+    (35, 3584, 4736), (61, 896, 4864), (1309, 5120, 2560), (36, 3584, 9472), (14, 3072, 2048), (7229, 3072, 4096),
+    (53, 2560, 8192), (28, 8192, 2048), (4662, 1024, 3584), (5, 8192, 7168), (1, 4608, 3584), (137, 2048, 8192),
+    (7, 5120, 640), (139, 8192, 2048), (21, 3584, 4096), (1476, 384, 2048), (20, 3584, 3584), (2603, 7168, 3584),
+    (172, 8192, 28672), (95, 35840, 5120), (25, 4096, 7168), (7729, 3584, 4096), (171, 1536, 192), (105, 8192, 4096),
+    (60, 8192, 14336), (515, 3072, 8192), (73, 4608, 3072), (1, 3072, 8192), (1266, 5120, 5120), (12, 3456, 5120),
+    (14, 14336, 3584), (15, 576, 896), (1036, 1536, 4096), (2070, 5120, 2560), (166, 4096, 7168), (40, 14336, 3584),
+    (1, 8192, 1024), (51, 3584, 9472), (1, 7168, 8192), (620, 256, 1536), (349, 5120, 5120), (1, 256, 1536),
+    (9, 2432, 896), (12, 5120, 4480), (2, 144, 896), (112, 1536, 8960), (5698, 3584, 3584), (3007, 3072, 384),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
