@@ -47,3 +47,8 @@ def test_bad_evidence_is_an_error():
         NeighbourEvidence(SHAPES, RELATIVE[:11])
     with pytest.raises(ValueError, match="at least 2 training shapes, got 1"):
         NeighbourEvidence(SHAPES[:1], RELATIVE[:1])
+    evidence = NeighbourEvidence(SHAPES, RELATIVE)
+    with pytest.raises(ValueError, match=f"from 0 to {RELATIVE.shape[1] - 1}, got 0 to {RELATIVE.shape[1]}"):
+        evidence.for_shapes(SHAPES[:1], np.array([[0, RELATIVE.shape[1]]]))
+    with pytest.raises(ValueError, match=r"\(queries, listed\) for 2 queries, got an array of shape \(3,\)"):
+        evidence.for_shapes(SHAPES[:2], np.array([0, 1, 2]))

@@ -10,8 +10,8 @@ from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module 
 from tunebench.predict import ConfigRanker, fit_predictor, load_predictor, save_predictor, select_ranker
 from tunebench.predict.evaluation import grouped_folds
 from tunebench.predict.model import FINAL_MODELS, INNER_SPLITS, inner_partition
-from tunebench.predict.neighbours import (DISTANCE_OFFSET, CorrectionSettings, NeighbourCorrection, select_correction,
-                                          shape_coordinates)
+from tunebench.predict.neighbours import (DISTANCE_OFFSET, CorrectionSettings, NeighbourCorrection, nearest_shapes,
+                                          select_correction, shape_coordinates)
 
 SHAPES = np.array([[16, 1024, 1024], [32, 1024, 1024], [4096, 1024, 1024], [16, 2050, 1024]])  # the last: N hinted 2
 RESIDUALS = np.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0], [-1.0, 2.0]])
@@ -47,6 +47,48 @@ def test_distance_weighted_mean_by_hand():
     weights = np.array([1 / (1 + DISTANCE_OFFSET), 1 / (0 + DISTANCE_OFFSET)])  # (16, ...) is 1 octave from 32
     expected = (weights[0] * RESIDUALS[0] + weights[1] * RESIDUALS[1]) / weights.sum()
     np.testing.assert_allclose(NeighbourCorrection(SHAPES, RESIDUALS, settings).for_shape((32, 1024, 1024)), expected)
+
+
+def brute_force_nearest(query, reference, settings, count, leave_one_out=False):
+    """numpy's distances and a stable sort: the order `nearest_shapes` promises (nearest first, ties to the lower
+    index)."""
+    scale = np.array([settings.m_scale, 1.0, 1.0])
+    size = np.sqrt(np.square((query[:, None, :3] - reference[None, :, :3]) * scale).sum(axis=-1))
+    distance = size + settings.class_penalty * np.abs(query[:, None, 3:] - reference[None, :, 3:]).sum(axis=-1)
+    if leave_one_out:
+        np.fill_diagonal(distance, np.inf)
+    order = np.argsort(distance, axis=1, kind="stable")[:, :count]
+    return order, np.take_along_axis(distance, order, axis=1)
+
+
+@pytest.mark.parametrize("settings", [CorrectionSettings(), CorrectionSettings(class_penalty=10.0, m_scale=0.5)])
+def test_nearest_shapes_are_a_stable_sort_of_the_distances_ties_included(settings):
+    rng = np.random.default_rng(0)
+    # M, N and K on a coarse grid of powers of two and a few alignments: many equal distances
+    shapes = np.column_stack([2 ** rng.integers(0, 6, 300), 1024 + 2 * rng.integers(0, 3, 300),
+                              2 ** rng.integers(9, 12, 300)])
+    coordinates = shape_coordinates(shapes)
+    queries = shape_coordinates(np.column_stack([2 ** rng.integers(0, 6, 40), np.full(40, 1024),
+                                                 np.full(40, 2048)]))
+    for count in (1, 8, 12):
+        nearest, distance = nearest_shapes(queries, coordinates, settings, count)
+        expected, expected_distance = brute_force_nearest(queries, coordinates, settings, count)
+        np.testing.assert_array_equal(nearest, expected)
+        np.testing.assert_allclose(distance, expected_distance, rtol=1e-15, atol=0)
+        nearest, _ = nearest_shapes(coordinates, coordinates, settings, count, leave_one_out=True)
+        np.testing.assert_array_equal(nearest, brute_force_nearest(coordinates, coordinates, settings, count, True)[0])
+    one_by_one = [nearest_shapes(queries[[row]], coordinates, settings, 8)[0][0] for row in range(len(queries))]
+    np.testing.assert_array_equal(one_by_one, nearest_shapes(queries, coordinates, settings, 8)[0])
+
+
+def test_nearest_shapes_take_every_reference_when_there_are_fewer_and_name_bad_requests():
+    coordinates = shape_coordinates(SHAPES)
+    assert nearest_shapes(coordinates[:1], coordinates, CorrectionSettings(), 10)[0].shape == (1, 4)
+    assert nearest_shapes(coordinates, coordinates, CorrectionSettings(), 10, leave_one_out=True)[0].shape == (4, 3)
+    with pytest.raises(ValueError, match="count >= 1"):
+        nearest_shapes(coordinates, coordinates, CorrectionSettings(), 0)
+    with pytest.raises(ValueError, match="2 queries, 4 references"):
+        nearest_shapes(coordinates[:2], coordinates, CorrectionSettings(), 1, leave_one_out=True)
 
 
 def test_strength_zero_is_no_correction_and_bad_settings_are_errors():

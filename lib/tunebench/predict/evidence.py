@@ -4,14 +4,15 @@ query, as measured (its relative speed there), beside the features the head comp
 The neighbour correction adds the mean of the nearest shapes' model errors to every score at one strength; the head
 gets the measurements themselves and learns when they carry over: on the nearest shape, the mean of the nearest 3 and
 of the nearest NEIGHBOURS (of every training shape, when there are fewer), and the worst of those. Distance is the
-correction's (`neighbours.shape_distances`).
+correction's (`neighbours.nearest_shapes`).
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-from tunebench.predict.neighbours import CorrectionSettings, shape_coordinates, shape_distances
+from tunebench.predict.neighbours import CorrectionSettings, nearest_shapes, shape_coordinates
 
 NEIGHBOURS = 8
 # The distance's settings: the correction's defaults (a class penalty of 3 per octave of alignment apart, M's axis
@@ -37,19 +38,45 @@ class NeighbourEvidence:
     def for_shapes(self, shapes: np.ndarray, candidates: np.ndarray) -> np.ndarray:
         """(queries, listed, len(COLUMNS)): the evidence on each query shape's listed candidates (indices, (queries,
         listed))."""
-        distance = shape_distances(shape_coordinates(shapes), self.coordinates, DISTANCE)
-        return self._evidence(distance, candidates, min(NEIGHBOURS, len(self.coordinates)))
+        nearest, _ = nearest_shapes(shape_coordinates(shapes), self.coordinates, DISTANCE, NEIGHBOURS)
+        return self._evidence(nearest, candidates)
 
     def leave_one_out(self, candidates: np.ndarray) -> np.ndarray:
         """`for_shapes` of the training shapes themselves, each from the others (what a new shape's lists get)."""
-        distance = shape_distances(self.coordinates, self.coordinates, DISTANCE)
-        np.fill_diagonal(distance, np.inf)  # a shape is never its own evidence
-        return self._evidence(distance, candidates, min(NEIGHBOURS, len(self.coordinates) - 1))
+        nearest, _ = nearest_shapes(self.coordinates, self.coordinates, DISTANCE, NEIGHBOURS, leave_one_out=True)
+        return self._evidence(nearest, candidates)
 
-    def _evidence(self, distance: np.ndarray, candidates: np.ndarray, count: int) -> np.ndarray:
-        """The columns from each query's `count` nearest (NEIGHBOURS, or every shape there is when fewer)."""
-        nearest = np.argpartition(distance, count - 1, axis=1)[:, :count]
-        order = np.argsort(np.take_along_axis(distance, nearest, axis=1), axis=1, kind="stable")
-        nearest = np.take_along_axis(nearest, order, axis=1)  # nearest first
-        speeds = self.relative[nearest[:, :, None], np.asarray(candidates)[:, None, :]].astype(np.float64)
-        return np.stack([speeds[:, 0], speeds[:, :3].mean(axis=1), speeds.mean(axis=1), speeds.min(axis=1)], axis=-1)
+    def _evidence(self, nearest: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """The columns from each query's nearest shapes (NEIGHBOURS, or every one there is when fewer; nearest
+        first)."""
+        candidates = np.ascontiguousarray(candidates, dtype=np.int64)
+        if candidates.ndim != 2 or len(candidates) != len(nearest):
+            raise ValueError(f"candidates must be (queries, listed) for {len(nearest)} queries, got an array of shape "
+                             f"{candidates.shape}")
+        if candidates.size and not 0 <= candidates.min() <= candidates.max() < self.relative.shape[1]:
+            raise ValueError(f"candidate indices must be from 0 to {self.relative.shape[1] - 1}, got "
+                             f"{candidates.min()} to {candidates.max()}")
+        return _columns(self.relative, nearest, candidates)
+
+
+@numba.njit(cache=True)
+def _columns(relative: np.ndarray, nearest: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """(queries, listed, 4): per listed candidate, its relative speed on the nearest shape, the mean over the nearest
+    3 and over all given, and the lowest of those (float64 sums in nearest-first order)."""
+    count = nearest.shape[1]
+    columns = np.empty((candidates.shape[0], candidates.shape[1], 4))
+    for query in range(candidates.shape[0]):
+        for listed in range(candidates.shape[1]):
+            candidate = candidates[query, listed]
+            total, lowest, first_three = 0.0, np.inf, 0.0
+            for rank in range(count):
+                speed = np.float64(relative[nearest[query, rank], candidate])
+                total += speed
+                lowest = min(lowest, speed)
+                if rank == 2 or rank == count - 1 and count < 3:
+                    first_three = total / (rank + 1)
+            columns[query, listed, 0] = relative[nearest[query, 0], candidate]
+            columns[query, listed, 1] = first_three
+            columns[query, listed, 2] = total / count
+            columns[query, listed, 3] = lowest
+    return columns

@@ -12,6 +12,7 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
+import numba
 import numpy as np
 
 from tunebench.predict.evaluation import shape_efficiency
@@ -53,26 +54,64 @@ def shape_coordinates(shapes: np.ndarray | Sequence[Sequence[int]]) -> np.ndarra
     return np.log2(np.column_stack([shapes, np.gcd(shapes[:, 1:], 16)]).astype(np.float64))
 
 
-def shape_distances(query: np.ndarray, reference: np.ndarray, settings: CorrectionSettings) -> np.ndarray:
-    """(queries, references): the scaled Euclidean distance in log2 (M, N, K) plus the class penalty, column by
-    column (a sum over an axis of 3 costs numpy more than the three additions)."""
-    def apart(column: int) -> np.ndarray:
-        return query[:, None, column] - reference[None, :, column]
+@numba.njit(cache=True)
+def _nearest(query: np.ndarray, reference: np.ndarray, m_scale: float, class_penalty: float, count: int,
+             leave_one_out: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's `count` nearest references, nearest first, and their distances, kept sorted while the references
+    are read in order: a reference replaces or passes only a strictly farther one, so ties go to the lower index."""
+    nearest = np.empty((query.shape[0], count), dtype=np.int64)
+    distance = np.empty((query.shape[0], count))
+    for row in range(query.shape[0]):
+        kept = 0
+        for other in range(reference.shape[0]):
+            if leave_one_out and other == row:
+                continue
+            m = (query[row, 0] - reference[other, 0]) * m_scale
+            n = query[row, 1] - reference[other, 1]
+            k = query[row, 2] - reference[other, 2]
+            apart = np.sqrt(m * m + n * n + k * k) + class_penalty * (
+                abs(query[row, 3] - reference[other, 3]) + abs(query[row, 4] - reference[other, 4]))
+            if kept < count:
+                place, kept = kept, kept + 1
+            elif apart < distance[row, count - 1]:
+                place = count - 1
+            else:
+                continue
+            while place > 0 and distance[row, place - 1] > apart:
+                nearest[row, place], distance[row, place] = nearest[row, place - 1], distance[row, place - 1]
+                place -= 1
+            nearest[row, place], distance[row, place] = other, apart
+    return nearest, distance
 
-    size = np.sqrt(np.square(apart(0) * settings.m_scale) + np.square(apart(1)) + np.square(apart(2)))
-    return size + settings.class_penalty * (np.abs(apart(3)) + np.abs(apart(4)))
+
+def nearest_shapes(query: np.ndarray, reference: np.ndarray, settings: CorrectionSettings, count: int,
+                   leave_one_out: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(queries, k) indices of each query's k = min(count, references available) nearest reference shapes, nearest
+    first, ties to the lower index, and (queries, k) their distances: the scaled Euclidean distance in log2 (M, N, K)
+    plus the class penalty per octave of alignment apart (coordinates from `shape_coordinates`). With
+    `leave_one_out` the queries are the references themselves and none is its own neighbour. One compiled loop for
+    the dispatcher's single shape and the training set's thousands."""
+    available = len(reference) - (1 if leave_one_out else 0)
+    if leave_one_out and len(query) != len(reference):
+        raise ValueError(f"leave-one-out needs the references as queries: {len(query)} queries, {len(reference)} "
+                         "references")
+    if count < 1 or available < 1:
+        raise ValueError(f"nearest shapes need count >= 1 and a reference to choose, got count {count} and "
+                         f"{available} references")
+    return _nearest(np.ascontiguousarray(query, dtype=np.float64), np.ascontiguousarray(reference, dtype=np.float64),
+                    float(settings.m_scale), float(settings.class_penalty), min(count, available), leave_one_out)
 
 
-def _mean_residual(distance: np.ndarray, residuals: np.ndarray, settings: CorrectionSettings,
+def _mean_residual(nearest: np.ndarray, distance: np.ndarray, residuals: np.ndarray, settings: CorrectionSettings,
                    candidates: np.ndarray | None = None) -> np.ndarray:
-    """(queries, candidates): each query's mean residual over its nearest shapes, of every candidate or of the given
-    candidate indices (only those neighbours' rows and those columns are read: the dispatcher's few)."""
-    count = min(settings.neighbours, distance.shape[1])
-    nearest = np.argpartition(distance, count - 1, axis=1)[:, :count]
+    """(queries, candidates): each query's mean residual over its `settings.neighbours` nearest shapes (`nearest` and
+    `distance` from `nearest_shapes`, at least that many), of every candidate or of the given candidate indices (only
+    those neighbours' rows and those columns are read: the dispatcher's few)."""
+    nearest = nearest[:, :settings.neighbours]
     near = residuals[nearest] if candidates is None else residuals[nearest[:, :, None], candidates]
     if not settings.distance_weighted:
         return near.mean(axis=1)
-    weight = 1.0 / (np.take_along_axis(distance, nearest, axis=1) + DISTANCE_OFFSET)
+    weight = 1.0 / (distance[:, :nearest.shape[1]] + DISTANCE_OFFSET)
     weight /= weight.sum(axis=1, keepdims=True)
     return np.einsum("qk,qkc->qc", weight, near)
 
@@ -94,8 +133,8 @@ class NeighbourCorrection:
         query = shape_coordinates(shapes)
         if self.settings.strength == 0:
             return np.zeros((len(query), self.residuals.shape[1] if candidates is None else len(candidates)))
-        distance = shape_distances(query, self.coordinates, self.settings)
-        return self.settings.strength * _mean_residual(distance, self.residuals, self.settings, candidates)
+        nearest, distance = nearest_shapes(query, self.coordinates, self.settings, self.settings.neighbours)
+        return self.settings.strength * _mean_residual(nearest, distance, self.residuals, self.settings, candidates)
 
     def for_shape(self, shape: Sequence[int], candidates: np.ndarray | None = None) -> np.ndarray:
         return self.for_shapes([shape], candidates)[0]
@@ -105,9 +144,10 @@ class NeighbourCorrection:
         other training shapes' residuals (what `select_correction` scored)."""
         if self.settings.strength == 0:
             return out_of_fold_scores
-        distance = shape_distances(self.coordinates, self.coordinates, self.settings)
-        np.fill_diagonal(distance, np.inf)  # a shape never corrects itself
-        return out_of_fold_scores + self.settings.strength * _mean_residual(distance, self.residuals, self.settings)
+        nearest, distance = nearest_shapes(self.coordinates, self.coordinates, self.settings,
+                                           self.settings.neighbours, leave_one_out=True)  # never itself
+        return out_of_fold_scores + self.settings.strength * _mean_residual(nearest, distance, self.residuals,
+                                                                            self.settings)
 
 
 def select_correction(shapes: np.ndarray, targets: np.ndarray, out_of_fold_scores: np.ndarray,
@@ -119,7 +159,7 @@ def select_correction(shapes: np.ndarray, targets: np.ndarray, out_of_fold_score
     settings (ties: the first in grid order) and every setting's mean efficiency."""
     residuals = targets - out_of_fold_scores
     coordinates = shape_coordinates(shapes)
-    tried, distances = [], {}
+    tried, neighbourhoods = [], {}
     candidates = [CorrectionSettings()] + [CorrectionSettings(**dict(zip(grid, values)))
                                            for values in itertools.product(*grid.values())]
     for settings in candidates:
@@ -127,11 +167,11 @@ def select_correction(shapes: np.ndarray, targets: np.ndarray, out_of_fold_score
             corrected = out_of_fold_scores
         else:
             key = (settings.class_penalty, settings.m_scale)
-            if key not in distances:
-                distance = shape_distances(coordinates, coordinates, settings)
-                np.fill_diagonal(distance, np.inf)  # a shape never corrects itself
-                distances[key] = distance
-            corrected = out_of_fold_scores + settings.strength * _mean_residual(distances[key], residuals, settings)
+            if key not in neighbourhoods:  # the most neighbours any setting reads; fewer are their first ones
+                neighbourhoods[key] = nearest_shapes(coordinates, coordinates, settings,
+                                                     max(other.neighbours for other in candidates), leave_one_out=True)  # a shape never corrects itself
+            corrected = out_of_fold_scores + settings.strength * _mean_residual(*neighbourhoods[key], residuals,
+                                                                                settings)
         efficiency = float(shape_efficiency(restrict(corrected, allowed), latency_ms).mean())
         tried.append({**asdict(settings), "leave_one_out_efficiency": efficiency})
     best = max(range(len(tried)), key=lambda index: tried[index]["leave_one_out_efficiency"])
