@@ -17,7 +17,7 @@ from tunebench.predict.neighbours import CorrectionSettings, nearest_shapes, sha
 NEIGHBOURS = 8
 # The distance's settings: the correction's defaults (a class penalty of 3 per octave of alignment apart, M's axis
 # unscaled). Fixed, not tuned: on the 1,417 shapes' cached folds a penalty of 1 or 10 and 3 or 16 neighbours moved
-# the head's mean efficiency by under 0.1 points (README).
+# the head's mean efficiency by under 0.1 points (results/config_prediction/HISTORY.md).
 DISTANCE = CorrectionSettings(class_penalty=3.0)
 COLUMNS = ("nearest_relative_speed", "nearest_3_mean_relative_speed", f"nearest_{NEIGHBOURS}_mean_relative_speed",
            f"nearest_{NEIGHBOURS}_min_relative_speed")

@@ -165,8 +165,8 @@ def select_head(lists: HeadLists, seed: int = 0, leaf_choices: Sequence[int] = L
     """The head's tree size, by the mean efficiency of its picks over a seeded partition of the training shapes
     (`model.inner_partition`: each part picked by a head fitted on the others; ties: the fewer leaves), fitted on
     every shape. The head is always on: on these inner parts its gain is within noise either way, while on held-out
-    shapes it gained in every fold it was tried on (README). Returns it and what was tried, "off" included for
-    reference."""
+    shapes it gained in every fold it was tried on (results/config_prediction/HISTORY.md). Returns it and what was
+    tried, "off" included for reference."""
     shapes = np.arange(len(lists.best_ms))
     tried = [{"head": "off", "inner_mean_efficiency": float(head_efficiency(lists, None).mean())}]
     parts = inner_partition(shapes, seed)
