@@ -162,14 +162,15 @@ def select_correction(shapes: np.ndarray, targets: np.ndarray, out_of_fold_score
     tried, neighbourhoods = [], {}
     candidates = [CorrectionSettings()] + [CorrectionSettings(**dict(zip(grid, values)))
                                            for values in itertools.product(*grid.values())]
+    most_neighbours = max(settings.neighbours for settings in candidates)  # fewer are the first of these
     for settings in candidates:
         if settings.strength == 0:
             corrected = out_of_fold_scores
         else:
             key = (settings.class_penalty, settings.m_scale)
-            if key not in neighbourhoods:  # the most neighbours any setting reads; fewer are their first ones
-                neighbourhoods[key] = nearest_shapes(coordinates, coordinates, settings,
-                                                     max(other.neighbours for other in candidates), leave_one_out=True)  # a shape never corrects itself
+            if key not in neighbourhoods:  # a shape never corrects itself
+                neighbourhoods[key] = nearest_shapes(coordinates, coordinates, settings, most_neighbours,
+                                                     leave_one_out=True)
             corrected = out_of_fold_scores + settings.strength * _mean_residual(*neighbourhoods[key], residuals,
                                                                                 settings)
         efficiency = float(shape_efficiency(restrict(corrected, allowed), latency_ms).mean())
