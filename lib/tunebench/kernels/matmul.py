@@ -65,7 +65,7 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 864 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 912 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
@@ -74,9 +74,9 @@ DATASET_SHAPES = (
 # journal each) the 841-, 889-, 985-, again the 985- and the 1,081-shape ones, the next two 48s (2026-11-26,
 # from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one,
 # the next two 48s (2026-11-26/27, from _eleventh.parquet and _twelfth.parquet) again the 1,129-shape one and
-# the 1,225-shape one, and the last five 48s (2026-11-27, from _thirteenth.parquet, _fourteenth.parquet,
-# _fifteenth.parquet, _sixteenth.parquet and _seventeenth.parquet) the 1,321-shape one, five times. `--check`
-# checks them.
+# the 1,225-shape one, the next five 48s (2026-11-27, from _thirteenth.parquet, _fourteenth.parquet,
+# _fifteenth.parquet, _sixteenth.parquet and _seventeenth.parquet) the 1,321-shape one, five times, and the last 48
+# (2026-11-27, from _eighteenth.parquet) the 1,513-shape one. `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -342,6 +342,14 @@ PREDICTION_SHAPES = (
     (14, 14336, 3584), (15, 576, 896), (1036, 1536, 4096), (2070, 5120, 2560), (166, 4096, 7168), (40, 14336, 3584),
     (1, 8192, 1024), (51, 3584, 9472), (1, 7168, 8192), (620, 256, 1536), (349, 5120, 5120), (1, 256, 1536),
     (9, 2432, 896), (12, 5120, 4480), (2, 144, 896), (112, 1536, 8960), (5698, 3584, 3584), (3007, 3072, 384),
+    (107, 8192, 3072), (34, 8192, 2048), (269, 3072, 1024), (5626, 2048, 2048), (2, 1024, 3584), (1239, 8192, 2048),
+    (58, 3072, 8192), (180, 5120, 640), (176, 7168, 4096), (404, 5120, 8192), (1328, 5120, 13824), (16, 896, 448),
+    (1527, 1536, 768), (2, 4864, 896), (94, 3456, 5120), (3, 5120, 8192), (153, 9472, 3584), (54, 8192, 1024),
+    (6, 8960, 1536), (46, 2048, 2048), (2, 3584, 1024), (9, 5120, 5120), (433, 4096, 3072), (389, 3584, 1792),
+    (7449, 1536, 2048), (13, 3584, 7168), (2612, 3584, 5120), (1062, 3072, 8192), (115, 2432, 896), (137, 2304, 3584),
+    (5, 13824, 5120), (1399, 3072, 8192), (338, 8192, 1024), (49, 5120, 2240), (3534, 3072, 8192), (48, 4096, 1792),
+    (600, 896, 608), (21, 28672, 4096), (25, 5120, 1280), (887, 9216, 3072), (3022, 8192, 4096), (208, 3072, 8192),
+    (83, 2048, 2048), (800, 3584, 3584), (4, 14336, 8192), (46, 8192, 4096), (251, 768, 4096), (507, 3584, 3584),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
