@@ -120,15 +120,18 @@ def test_one_shape_or_one_config_broadcasts_to_the_full_batch(data):
 
 def test_the_dispatchers_candidate_rows_are_the_batch_features(data):
     """`CandidateFeatures.rows`, which reads the candidates' encoding and compiled facts computed once, gives the rows
-    `features` computes, in every alignment class of N and K, for any subset of candidates in any order."""
+    `features` computes, in every alignment class of N and K, for any subset of candidates in any order (indexed as
+    numpy indexes them)."""
     table = CandidateFeatures(data.candidates, data.space, "bfloat16", data.resources, data.hardware)
-    chosen = np.array([7, 0, 31, 12, 5])
+    chosen = np.array([7, 0, 31, 12, 5, -1])
     for n, k in [(4096, 4096), (1000, 3000), (1004, 3002), (1001, 3001), (50257, 768), (8, 3)]:
         for m in (1, 300, 9000):
             np.testing.assert_array_equal(
                 table.rows((m, n, k), chosen),
                 features(np.array([[m, n, k]]), data.candidates[chosen], data.space, "bfloat16", data.resources,
                          data.hardware))
+    with pytest.raises(IndexError):
+        table.rows((64, 4096, 4096), np.array([0, len(data.candidates)]))
 
 
 def test_the_dispatchers_rows_in_a_class_the_table_lacks_are_an_error(data):

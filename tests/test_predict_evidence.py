@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tunebench.predict.evidence import COLUMNS, NEIGHBOURS, NeighbourEvidence
+from tunebench.predict.neighbours import one_shape_coordinates
 
 # Shapes along M only (same N, K and alignment), so the nearest are the nearest in log2 M.
 SHAPES = np.array([[2 ** power, 4096, 4096] for power in range(12)])
@@ -42,6 +43,19 @@ def test_fewer_training_shapes_than_neighbours_use_every_one():
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("training", [400, 3])  # the second: fewer training shapes than NEIGHBOURS
+def test_one_shapes_evidence_is_the_batchs_bit_for_bit(training):
+    rng = np.random.default_rng(training)
+    shapes = np.column_stack([rng.integers(1, 2 ** rng.integers(1, 15, 550)), rng.integers(1, 2 ** 15, (550, 2))])
+    shapes[::2, 1:] = 16 * (shapes[::2, 1:] // 16 + 1)  # half of them aligned: one alignment class holds many
+    shapes[100:150] = shapes[:50]  # equal shapes: tied distances
+    evidence = NeighbourEvidence(shapes[:training], rng.uniform(0, 1, (training, 30)).astype(np.float32))
+    for shape in shapes[::3]:
+        for candidates in (rng.integers(0, 30, 10), np.arange(0), np.array([29])):
+            np.testing.assert_array_equal(evidence.for_coordinates(one_shape_coordinates(shape), candidates),
+                                          evidence.for_shapes(np.array([shape]), candidates[None])[0], strict=True)
+
+
 def test_bad_evidence_is_an_error():
     with pytest.raises(ValueError, match="12 shapes but 11 rows of relative speeds"):
         NeighbourEvidence(SHAPES, RELATIVE[:11])
@@ -52,3 +66,6 @@ def test_bad_evidence_is_an_error():
         evidence.for_shapes(SHAPES[:1], np.array([[0, RELATIVE.shape[1]]]))
     with pytest.raises(ValueError, match=r"\(queries, listed\) for 2 queries, got an array of shape \(3,\)"):
         evidence.for_shapes(SHAPES[:2], np.array([0, 1, 2]))
+    for candidates in ([0, RELATIVE.shape[1]], [-1]):
+        with pytest.raises(ValueError, match="candidate indices must be from 0"):
+            evidence.for_coordinates(one_shape_coordinates(SHAPES[0]), np.array(candidates))

@@ -11,7 +11,7 @@ from tunebench.predict import ConfigRanker, fit_predictor, load_predictor, save_
 from tunebench.predict.evaluation import grouped_folds
 from tunebench.predict.model import FINAL_MODELS, INNER_SPLITS, inner_partition
 from tunebench.predict.neighbours import (DISTANCE_OFFSET, CorrectionSettings, NeighbourCorrection, nearest_shapes,
-                                          select_correction, shape_coordinates)
+                                          one_shape_coordinates, select_correction, shape_coordinates)
 
 SHAPES = np.array([[16, 1024, 1024], [32, 1024, 1024], [4096, 1024, 1024], [16, 2050, 1024]])  # the last: N hinted 2
 RESIDUALS = np.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0], [-1.0, 2.0]])
@@ -89,6 +89,69 @@ def test_nearest_shapes_take_every_reference_when_there_are_fewer_and_name_bad_r
         nearest_shapes(coordinates, coordinates, CorrectionSettings(), 0)
     with pytest.raises(ValueError, match="2 queries, 4 references"):
         nearest_shapes(coordinates[:2], coordinates, CorrectionSettings(), 1, leave_one_out=True)
+
+
+def random_shapes(rng, count):
+    """Sizes over many octaves, a third of them multiples of 16 (the usual alignment), the rest any alignment."""
+    shapes = np.column_stack([rng.integers(1, 2 ** rng.integers(1, 15, count)),
+                              rng.integers(1, 2 ** rng.integers(4, 17, count)),
+                              rng.integers(1, 2 ** rng.integers(4, 17, count))])
+    shapes[::3, 1:] = 16 * (shapes[::3, 1:] // 16 + 1)
+    return shapes
+
+
+def test_one_shapes_coordinates_are_the_batchs_bits():
+    rng = np.random.default_rng(1)
+    shapes = np.concatenate([random_shapes(rng, 3000), rng.integers(1, 2 ** 40, (1000, 3))])
+    batch = shape_coordinates(shapes)
+    for shape, expected in zip(shapes.tolist(), batch):
+        np.testing.assert_array_equal(one_shape_coordinates(shape), expected, strict=True)
+    np.testing.assert_array_equal(one_shape_coordinates(np.array([8, 1026, 1028])),
+                                  [3, np.log2(1026), np.log2(1028), 1, 2])  # numpy sizes as the dispatcher may get
+
+
+@pytest.mark.parametrize("settings", [
+    CorrectionSettings(strength=0.75, neighbours=12, class_penalty=10.0, distance_weighted=True),  # the deployed
+    CorrectionSettings(strength=0.5, neighbours=12, class_penalty=3.0, distance_weighted=True),
+    CorrectionSettings(strength=1.0, neighbours=3, class_penalty=1.0, m_scale=0.5),
+    CorrectionSettings(strength=0.25, neighbours=8, class_penalty=0.0),
+    CorrectionSettings(strength=1.0, neighbours=1, distance_weighted=True),
+    CorrectionSettings(strength=1.0, neighbours=200, distance_weighted=True),
+    CorrectionSettings(strength=0.5, neighbours=200),
+    CorrectionSettings(neighbours=12, distance_weighted=True),  # strength 0
+])
+def test_one_shapes_correction_is_the_batchs_bit_for_bit(settings):
+    """`for_shape` and `for_coordinates` (one compiled call: the neighbour search and the mean) against `for_shapes`
+    (the batch's search, then the same mean), on shapes among and between the training shapes, with candidate lists
+    of every kind: none (all), empty, one, negative indices and repeats."""
+    rng = np.random.default_rng(2)
+    training = random_shapes(rng, 400)
+    training[200:260] = training[:60]  # equal shapes: tied distances
+    residuals = rng.standard_normal((400, 40)) * 10.0 ** rng.integers(-4, 3, (400, 40))
+    correction = NeighbourCorrection(training, residuals, settings)
+    queries = np.concatenate([training[::7], random_shapes(rng, 150)])
+    lists = [None, np.arange(0), np.array([5]), np.array([39, 0]), rng.integers(-40, 40, 17), rng.integers(0, 40, 40)]
+    for shape in queries:
+        for candidates in lists:
+            expected = correction.for_shapes([shape], candidates)[0]
+            np.testing.assert_array_equal(correction.for_shape(tuple(shape), candidates), expected, strict=True)
+            np.testing.assert_array_equal(correction.for_coordinates(one_shape_coordinates(shape), candidates),
+                                          expected, strict=True)
+
+
+def test_one_shapes_correction_with_few_training_shapes_or_a_bad_index_is_the_batchs():
+    correction = NeighbourCorrection(SHAPES[:2], RESIDUALS[:2], CorrectionSettings(strength=1.0, neighbours=5,
+                                                                                   distance_weighted=True))
+    np.testing.assert_array_equal(correction.for_shape((64, 1024, 1024)),
+                                  correction.for_shapes([(64, 1024, 1024)])[0], strict=True)
+    for candidates in (np.array([0, 2]), np.array([-3, 1])):
+        with pytest.raises(IndexError):
+            correction.for_shapes([(64, 1024, 1024)], candidates)
+        with pytest.raises(IndexError):
+            correction.for_shape((64, 1024, 1024), candidates)
+    empty = NeighbourCorrection(SHAPES[:0], RESIDUALS[:0], CorrectionSettings(strength=1.0))
+    with pytest.raises(ValueError, match="a reference to choose"):
+        empty.for_shape((64, 1024, 1024))
 
 
 def test_strength_zero_is_no_correction_and_bad_settings_are_errors():

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from tunebench.predict.compiled import divisibility
-from tunebench.predict.shortlist import CLASSES, PER_POINT, SIZE, build_shortlist, grid_axes, point_shape
+from tunebench.predict.shortlist import (CLASSES, PER_POINT, SIZE, GridShortlist, build_shortlist, grid_axes,
+                                         point_shape)
 
 TRAINING = np.array([(1, 600, 520), (8192, 50000, 16000), (100, 4096, 4096)])
 CANDIDATES = 40
@@ -66,6 +67,49 @@ def test_a_shortlist_merges_the_corners_lists_rank_by_rank(grid):
     assert len(set(shortlist.tolist())) == len(shortlist) <= SIZE
     on_grid = (64, 4096, 4096)
     assert grid.for_shape(on_grid).tolist() == grid.top[tuple(grid.corners(on_grid)[0])].tolist()
+
+
+def merged_rank_by_rank(grid: GridShortlist, shape) -> list[int]:
+    """The shortlist as its definition reads: the corners' lists, every first, then every second..., without
+    repeats, cut at SIZE."""
+    lists = [grid.top[tuple(corner)].tolist() for corner in grid.corners(shape)]
+    merged = []
+    for rank in range(grid.top.shape[-1]):
+        for top in lists:
+            if top[rank] not in merged:
+                merged.append(top[rank])
+    return merged[:SIZE]
+
+
+def probe_shapes(axes) -> np.ndarray:
+    """Shapes on grid values, one off them, below and beyond the grid, in every class of N and K, and at random."""
+    rng = np.random.default_rng(0)
+    per_axis = []
+    for axis in axes:
+        powers = [round(2 ** value) for value in (axis[0] - 1, *axis, axis[-1] + 1)]
+        per_axis.append(sorted({1, 2, 3, 2 ** 30, *(max(1, power + offset) for power in powers
+                                                     for offset in (-1, 0, 1))}))
+    picked = np.column_stack([rng.choice(values, 1500) for values in per_axis])
+    random = np.exp2(rng.uniform(-1, [axis[-1] + 2 for axis in axes], (1500, 3))).round().clip(1)
+    aligned = random * rng.choice(CLASSES, (1500, 3))
+    return np.concatenate([picked, random, aligned]).astype(np.int64)
+
+
+@pytest.mark.parametrize("random_lists", [False, True])
+def test_a_shortlist_is_the_rank_by_rank_merge_on_any_shape(grid, random_lists):
+    """`for_shape`'s compiled corner search and merge give the plain merge of `corners`' lists, on the grid and off
+    it; random lists repeat across corners and overflow SIZE."""
+    if random_lists:
+        rng = np.random.default_rng(1)
+        top = np.argsort(rng.random((*grid.top.shape[:-1], 3 * PER_POINT)), axis=-1)[..., :PER_POINT]
+        grid = GridShortlist(grid.axes, top.astype(np.int16))
+    lengths = set()
+    for shape in probe_shapes(grid.axes):
+        shortlist = grid.for_shape(tuple(int(size) for size in shape))
+        assert shortlist.dtype == np.int64
+        assert shortlist.tolist() == merged_rank_by_rank(grid, shape), tuple(shape)
+        lengths.add(len(shortlist))
+    assert (SIZE in lengths) == random_lists and len(lengths) > 1
 
 
 def test_the_top_lists_are_the_models_best_allowed_candidates():

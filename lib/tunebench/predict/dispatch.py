@@ -32,7 +32,7 @@ from tunebench.predict.features import CandidateFeatures, Hardware, check_dtype,
 from tunebench.predict.forest import CompiledForest, check_threads
 from tunebench.predict.head import HEAD_SIZE, HeadLists, PairwiseHead, head_lists, select_head
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
-from tunebench.predict.neighbours import NeighbourCorrection, select_correction
+from tunebench.predict.neighbours import NeighbourCorrection, one_shape_coordinates, select_correction
 from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axes
 from tunebench.space import Space, parameter_from_spec
 
@@ -115,12 +115,13 @@ class Predictor:
                          portfolio=self.portfolio, correction=self.correction, head=self.head,
                          evidence=self.evidence, header=self.header, threads=self.threads)
 
-    def _head_wins(self, shape: Sequence[int], rows: np.ndarray, scores: np.ndarray,
+    def _head_wins(self, coordinates: np.ndarray, rows: np.ndarray, scores: np.ndarray,
                    candidates: np.ndarray) -> np.ndarray:
         """The head's summed wins of the listed candidates (indices), from their feature rows and first-stage scores,
-        with the neighbour evidence on them when the head was trained with it."""
+        with the neighbour evidence on them when the head was trained with it (the shape's `one_shape_coordinates`
+        find its neighbours)."""
         if self.evidence is not None:
-            rows = np.concatenate([rows, self.evidence.for_shapes(np.array([shape]), candidates[None])[0]], axis=-1)
+            rows = np.concatenate([rows, self.evidence.for_coordinates(coordinates, candidates)], axis=-1)
         return self.head.wins(rows[None], scores[None])[0]
 
     def config(self, index: int) -> dict[str, int]:
@@ -149,7 +150,7 @@ class Predictor:
         if self.head is None:
             return scores
         top = np.argsort(-restrict(scores, self.portfolio), kind="stable")[:self.head.settings.size]
-        wins = self._head_wins(checked_shape(shape), matrix[top], scores[top], top)
+        wins = self._head_wins(one_shape_coordinates(checked_shape(shape)), matrix[top], scores[top], top)
         lifted = scores.copy()
         lifted[top] = scores.max() + 1.0 + wins
         return lifted
@@ -175,12 +176,13 @@ class Predictor:
         shortlist = self.shortlist.for_shape(shape)
         matrix = self._features(shape, dtype, shortlist)
         scores = self.forest.predict(matrix, self.threads)
+        coordinates = one_shape_coordinates(shape)  # the correction's and the evidence's query
         if self.correction is not None:
-            scores = scores + self.correction.for_shape(shape, shortlist)
+            scores = scores + self.correction.for_coordinates(coordinates, shortlist)
         if self.head is None:
             return self.config(int(shortlist[np.argmax(scores)]))
         top = np.argsort(-scores, kind="stable")[:self.head.settings.size]
-        wins = self._head_wins(shape, matrix[top], scores[top], shortlist[top])
+        wins = self._head_wins(coordinates, matrix[top], scores[top], shortlist[top])
         return self.config(int(shortlist[top[np.argmax(wins)]]))
 
     def timed_best_config(self, shape: Sequence[int], evaluator: Evaluator, k: int = TIMED_TOP_K,

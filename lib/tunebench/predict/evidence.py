@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from tunebench.predict.neighbours import CorrectionSettings, nearest_shapes, shape_coordinates
+from tunebench.predict.neighbours import CorrectionSettings, fill_nearest, nearest_shapes, shape_coordinates
 
 NEIGHBOURS = 8
 # The distance's settings: the correction's defaults (a class penalty of 3 per octave of alignment apart, M's axis
@@ -41,6 +41,14 @@ class NeighbourEvidence:
         nearest, _ = nearest_shapes(shape_coordinates(shapes), self.coordinates, DISTANCE, NEIGHBOURS)
         return self._evidence(nearest, candidates)
 
+    def for_coordinates(self, coordinates: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """(listed, len(COLUMNS)): `for_shapes` of the one shape whose coordinates these are ((5,),
+        `neighbours.one_shape_coordinates`), on its listed candidates (indices, (listed,)): the same bits from one
+        compiled call, for the dispatcher."""
+        return _evidence_of_one(coordinates, self.coordinates, self.relative, np.asarray(candidates, np.int64),
+                                float(DISTANCE.m_scale), float(DISTANCE.class_penalty),
+                                min(NEIGHBOURS, len(self.coordinates)))
+
     def leave_one_out(self, candidates: np.ndarray) -> np.ndarray:
         """`for_shapes` of the training shapes themselves, each from the others (what a new shape's lists get)."""
         nearest, _ = nearest_shapes(self.coordinates, self.coordinates, DISTANCE, NEIGHBOURS, leave_one_out=True)
@@ -59,24 +67,45 @@ class NeighbourEvidence:
         return _columns(self.relative, nearest, candidates)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _columns(relative: np.ndarray, nearest: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """(queries, listed, 4): per listed candidate, its relative speed on the nearest shape, the mean over the nearest
-    3 and over all given, and the lowest of those (float64 sums in nearest-first order)."""
-    count = nearest.shape[1]
+    """(queries, listed, 4): `_fill_columns` of every query."""
     columns = np.empty((candidates.shape[0], candidates.shape[1], 4))
     for query in range(candidates.shape[0]):
-        for listed in range(candidates.shape[1]):
-            candidate = candidates[query, listed]
-            total, lowest, first_three = 0.0, np.inf, 0.0
-            for rank in range(count):
-                speed = np.float64(relative[nearest[query, rank], candidate])
-                total += speed
-                lowest = min(lowest, speed)
-                if rank == 2 or rank == count - 1 and count < 3:
-                    first_three = total / (rank + 1)
-            columns[query, listed, 0] = relative[nearest[query, 0], candidate]
-            columns[query, listed, 1] = first_three
-            columns[query, listed, 2] = total / count
-            columns[query, listed, 3] = lowest
+        _fill_columns(relative, nearest[query], candidates[query], columns[query])
+    return columns
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_columns(relative: np.ndarray, nearest: np.ndarray, candidates: np.ndarray, columns: np.ndarray) -> None:
+    """One query's (listed, 4) `columns`: per listed candidate, its relative speed on the nearest shape, the mean
+    over the nearest 3 and over all given, and the lowest of those (float64 sums in nearest-first order)."""
+    count = len(nearest)
+    for listed in range(len(candidates)):
+        candidate = candidates[listed]
+        total, lowest, first_three = 0.0, np.inf, 0.0
+        for rank in range(count):
+            speed = np.float64(relative[nearest[rank], candidate])
+            total += speed
+            lowest = min(lowest, speed)
+            if rank == 2 or rank == count - 1 and count < 3:
+                first_three = total / (rank + 1)
+        columns[listed, 0] = relative[nearest[0], candidate]
+        columns[listed, 1] = first_three
+        columns[listed, 2] = total / count
+        columns[listed, 3] = lowest
+
+
+@numba.njit(cache=True, nogil=True)
+def _evidence_of_one(query: np.ndarray, reference: np.ndarray, relative: np.ndarray, candidates: np.ndarray,
+                     m_scale: float, class_penalty: float, count: int) -> np.ndarray:
+    """(listed, 4): `_fill_columns` of one query's `count` nearest shapes, after `_evidence`'s check of the
+    indices."""
+    for candidate in candidates:
+        if not 0 <= candidate < relative.shape[1]:
+            raise ValueError("candidate indices must be from 0 to the candidates' count - 1")
+    nearest, distance = np.empty(count, dtype=np.int64), np.empty(count)
+    fill_nearest(query, reference, m_scale, class_penalty, -1, nearest, distance)
+    columns = np.empty((len(candidates), 4))
+    _fill_columns(relative, nearest, candidates, columns)
     return columns

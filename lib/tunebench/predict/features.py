@@ -1,8 +1,8 @@
 """Features of (GEMM shape, config) pairs for predicting a config's speed on a shape no one has measured.
 
 One code path: `features` computes a batch in a row loop that numba compiles (`_fill`); `feature_row` calls it with
-one row; the dispatcher's `CandidateFeatures.rows` shares its arithmetic (`_assemble`) with the candidates' lookups
-done once.
+one row; the dispatcher's `CandidateFeatures.rows` shares its arithmetic (`_fill`) and numpy's log2 of the same
+columns, with the candidates' lookups done once.
 Shared memory, registers and PTX instruction counts are the compiler's (`CompiledResources`, per config and
 alignment class).
 """
@@ -10,6 +10,7 @@ alignment class).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -17,7 +18,7 @@ import numba
 import numpy as np
 
 from tunebench.kernels import matmul
-from tunebench.predict.compiled import CLASSES, CompiledResources, divisibility
+from tunebench.predict.compiled import CLASSES, DIVISOR, CompiledResources, divisibility
 from tunebench.space import ConfigError, Parameter, Space
 
 ELEMENT_BYTES = {"bfloat16": 2, "float16": 2}  # the dtypes the GEMM's config space is pruned for
@@ -154,10 +155,10 @@ def features(shapes: np.ndarray, config_values: np.ndarray, space: Space, dtype:
 
 
 class CandidateFeatures:
-    """What the features read of each of a fixed set of candidate configs alone, computed once: the space's encoding
-    and the compiler's facts in every alignment class the table holds for all of them. `rows(shape, indices)` is
-    `features` of one shape against those candidates without the per-call lookups (the dispatcher's path; tests check
-    they agree)."""
+    """What the features read of each of a fixed set of candidate configs alone, computed once: the space's encoding,
+    the tile parameters and the compiler's facts in every alignment class the table holds for all of them.
+    `rows(shape, indices)` is `features` of one shape against those candidates, one compiled call with the lookups
+    done (the dispatcher's path; tests check they agree)."""
 
     def __init__(self, config_values: np.ndarray, space: Space, dtype: str, resources: CompiledResources,
                  hardware: Hardware = Hardware()) -> None:
@@ -165,25 +166,40 @@ class CandidateFeatures:
         self.values = np.asarray(config_values, dtype=np.int64)
         self.space, self.resources, self.hardware = space, resources, hardware
         self.encoded = encode_columns(space, self.values)
-        self.facts: dict[tuple[int, int], dict[str, np.ndarray]] = {}
+        self.tile = _tile_columns(self.values, space)
+        self.limits = _limits(hardware)
+        self.logarithms = _log2_columns(space)
+        self.facts: dict[tuple[int, int], np.ndarray] = {}  # per class: (candidates, len(COMPILED_FACTS))
         for n_class, k_class in CLASSES:
             try:
-                self.facts[n_class, k_class] = resources.lookup(self.values, np.full(len(self.values), n_class),
-                                                                np.full(len(self.values), k_class))
+                self.facts[n_class, k_class] = _fact_columns(
+                    resources.lookup(self.values, np.full(len(self.values), n_class),
+                                     np.full(len(self.values), k_class)))
             except KeyError:  # a class the table lacks for some candidate: `rows` looks it up per call, and says so
                 continue
 
     def rows(self, shape: Sequence[int], indices: np.ndarray) -> np.ndarray:
         """The feature rows of `shape` against the candidates at `indices`, in their order."""
-        shapes = check_shapes(np.array([shape], dtype=np.int64))
+        shapes = np.array([shape], dtype=np.int64)
+        if shapes.shape != (1, len(matmul.SHAPE_NAMES)) or min(shapes[0].tolist()) < 1:
+            check_shapes(shapes)  # raises, naming what is wrong
+        _, n, k = shapes[0].tolist()
+        n_divisibility, k_divisibility = math.gcd(n, DIVISOR), math.gcd(k, DIVISOR)  # `divisibility`
+        facts = self.facts.get((n_divisibility, k_divisibility))
+        if facts is None:
+            return self._looked_up_rows(shapes, indices)
+        matrix, arguments = _candidate_matrix(shapes, n_divisibility, k_divisibility, indices, self.encoded,
+                                              self.tile, facts, float(self.element_bytes), self.limits,
+                                              self.logarithms)
+        _put_columns(matrix, self.logarithms, np.log2(arguments))  # `_assemble`'s log2, of the same contiguous block
+        return matrix
+
+    def _looked_up_rows(self, shapes: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        """`rows` in a class the table lacks for some candidate: a KeyError if it lacks it for one of these."""
         values = self.values[indices]
         n_divisibility, k_divisibility = divisibility(shapes[0, 1:])
-        facts = self.facts.get((int(n_divisibility), int(k_divisibility)))
-        if facts is None:
-            compiled = self.resources.lookup(values, np.full(len(values), n_divisibility),
-                                             np.full(len(values), k_divisibility))
-        else:
-            compiled = {name: column[indices] for name, column in facts.items()}
+        compiled = self.resources.lookup(values, np.full(len(values), n_divisibility),
+                                         np.full(len(values), k_divisibility))
         return _assemble(shapes, values, self.encoded[indices], compiled, self.element_bytes, self.hardware,
                          self.space)
 
@@ -196,23 +212,80 @@ LOG2_INTERACTION_COLUMNS = tuple(INTERACTION_FEATURES.index(name) for name in IN
                                  if name.startswith("log2_"))
 
 
+def _tile_columns(values: np.ndarray, space: Space) -> np.ndarray:
+    """The TILE_PARAMETERS columns of config values, the arithmetic's view of a config."""
+    return values[:, [space.names.index(name) for name in TILE_PARAMETERS]]
+
+
+def _fact_columns(compiled: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The compiler's facts of each row as (rows, len(COMPILED_FACTS)) float64."""
+    return np.column_stack([np.asarray(compiled[name], dtype=np.float64) for name in COMPILED_FACTS])
+
+
+def _limits(hardware: Hardware) -> np.ndarray:
+    """The hardware's limits in the order `_fill` reads them."""
+    return np.array([hardware.sm_count, hardware.shared_memory_per_sm, hardware.reserved_shared_memory_per_program,
+                     hardware.warps_per_sm, hardware.registers_per_sm, hardware.register_allocation_unit],
+                    dtype=np.float64)
+
+
+def _log2_columns(space: Space) -> np.ndarray:
+    """The matrix columns `_fill` writes the argument of: the log2_ problem and interaction features."""
+    return np.array([*LOG2_PROBLEM_COLUMNS, *(len(PROBLEM_FEATURES) + space.width + column
+                                              for column in LOG2_INTERACTION_COLUMNS)], dtype=np.int64)
+
+
 def _assemble(shapes: np.ndarray, values: np.ndarray, encoded: np.ndarray, compiled: Mapping[str, np.ndarray],
               element_bytes: int, hardware: Hardware, space: Space) -> np.ndarray:
     """The feature matrix from checked shapes and config values (either may be one row against the other's n), the
     configs' encoding and the compiler's facts of each row."""
     rows = max(len(shapes), len(values))
-    tile = values[:, [space.names.index(name) for name in TILE_PARAMETERS]]
-    facts = np.column_stack([np.asarray(compiled[name], dtype=np.float64) for name in COMPILED_FACTS])
-    limits = np.array([hardware.sm_count, hardware.shared_memory_per_sm, hardware.reserved_shared_memory_per_program,
-                       hardware.warps_per_sm, hardware.registers_per_sm, hardware.register_allocation_unit],
-                      dtype=np.float64)
     matrix = np.empty((rows, len(PROBLEM_FEATURES) + space.width + len(INTERACTION_FEATURES)))
     matrix[:, len(PROBLEM_FEATURES):len(PROBLEM_FEATURES) + space.width] = encoded
-    _fill(matrix, shapes, divisibility(shapes[:, 1:]), tile, facts, float(element_bytes), limits, space.width)
-    logarithms = [*LOG2_PROBLEM_COLUMNS, *(len(PROBLEM_FEATURES) + space.width + column
-                                          for column in LOG2_INTERACTION_COLUMNS)]
+    _fill(matrix, shapes, divisibility(shapes[:, 1:]), _tile_columns(values, space), _fact_columns(compiled),
+          float(element_bytes), _limits(hardware), space.width)
+    logarithms = _log2_columns(space)
     matrix[:, logarithms] = np.log2(matrix[:, logarithms])  # numpy's log2, whose last bit libm's can differ from
     return matrix
+
+
+@numba.njit(cache=True, nogil=True)
+def _candidate_matrix(shapes: np.ndarray, n_divisibility: int, k_divisibility: int, indices: np.ndarray,
+                      encoded: np.ndarray, tile: np.ndarray, facts: np.ndarray, element_bytes: float,
+                      limits: np.ndarray, logarithms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_assemble` of one shape (of these divisibilities) against the candidates at `indices`, from every
+    candidate's encoding, tile columns and facts in the shape's class, up to its log2: the matrix, and a contiguous
+    copy of its `logarithms` columns (each holding the logarithm's argument)."""
+    width = encoded.shape[1]
+    matrix = np.empty((len(indices), len(PROBLEM_FEATURES) + width + len(INTERACTION_FEATURES)))
+    chosen_tile = np.empty((len(indices), tile.shape[1]), dtype=np.int64)
+    chosen_facts = np.empty((len(indices), facts.shape[1]))
+    for row in range(len(indices)):  # element by element: compiled slice copies cost more at these sizes
+        index = indices[row]
+        if not -len(encoded) <= index < len(encoded):
+            raise IndexError("a candidate index is out of range")
+        for column in range(width):
+            matrix[row, len(PROBLEM_FEATURES) + column] = encoded[index, column]
+        for column in range(tile.shape[1]):
+            chosen_tile[row, column] = tile[index, column]
+        for column in range(facts.shape[1]):
+            chosen_facts[row, column] = facts[index, column]
+    divisibilities = np.empty((1, 2), dtype=np.int64)
+    divisibilities[0, 0], divisibilities[0, 1] = n_divisibility, k_divisibility
+    _fill(matrix, shapes, divisibilities, chosen_tile, chosen_facts, element_bytes, limits, width)
+    arguments = np.empty((len(indices), len(logarithms)))
+    for row in range(len(indices)):
+        for position in range(len(logarithms)):
+            arguments[row, position] = matrix[row, logarithms[position]]
+    return matrix, arguments
+
+
+@numba.njit(cache=True, nogil=True)
+def _put_columns(matrix: np.ndarray, columns: np.ndarray, values: np.ndarray) -> None:
+    """matrix[:, columns] = values, without numpy's fancy-indexing overhead on a couple of dozen rows."""
+    for row in range(matrix.shape[0]):
+        for position in range(len(columns)):
+            matrix[row, columns[position]] = values[row, position]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -10,6 +10,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import numba
 import numpy as np
 from tqdm import tqdm
 
@@ -69,13 +70,66 @@ class GridShortlist:
 
     def for_shape(self, shape: Sequence[int]) -> np.ndarray:
         """Candidate indices: the corners' top lists merged rank by rank (every corner's first, then every second...),
-        without repeats, at most SIZE."""
-        lists = self.top[tuple(self.corners(shape).T)]
-        if (lists == NOT_COMPUTED).any():
+        without repeats, at most SIZE. Compiled (`_merged_corner_lists`): the dispatcher asks once per query."""
+        m, n, k = shape
+        shortlist, computed = _merged_corner_lists(m, n, k, *self.axes, self.top)
+        if not computed:
             raise ValueError(f"the shortlist grid has no top list around shape {tuple(shape)}: this predictor was "
                              f"fitted to serve other shapes only (fit it with shortlist_shapes=None to serve any)")
-        merged = dict.fromkeys(lists.T.ravel().tolist())  # first occurrences, in order
-        return np.fromiter(itertools.islice(merged, SIZE), dtype=np.int64)
+        return shortlist
+
+
+@numba.njit(cache=True, nogil=True)
+def _bracket(axis: np.ndarray, size: int) -> tuple[int, int]:
+    """`GridShortlist.corners` on one axis: the indices of the nearest grid values below and above log2 `size`
+    (equal where it is on the grid; the edge outside it)."""
+    value = np.log2(float(size))
+    last = len(axis) - 1
+    below = min(max(np.searchsorted(axis, value, side="right") - 1, 0), last)
+    return below, min(np.searchsorted(axis, value, side="left"), last)
+
+
+@numba.njit(cache=True, nogil=True)
+def _class_index(size: int) -> int:
+    """The position in CLASSES of gcd(size, 16) (`divisibility`): CLASSES are the successive powers of two."""
+    index = 0
+    while index + 1 < len(CLASSES) and int(size) % CLASSES[index + 1] == 0:
+        index += 1
+    return index
+
+
+@numba.njit(cache=True, nogil=True)
+def _merged_corner_lists(m: int, n: int, k: int, m_axis: np.ndarray, n_axis: np.ndarray, k_axis: np.ndarray,
+                         top: np.ndarray) -> tuple[np.ndarray, bool]:
+    """`GridShortlist.for_shape` of (m, n, k), and whether every corner's list was computed (False: the shortlist
+    is not to be used). The corners are `corners`' in its order: a bracket's above is its below or the next index."""
+    m_below, m_above = _bracket(m_axis, m)
+    n_below, n_above = _bracket(n_axis, n)
+    k_below, k_above = _bracket(k_axis, k)
+    n_class, k_class = _class_index(n), _class_index(k)
+    corners = np.empty((8, 3), dtype=np.int64)
+    count = 0
+    for m_index in range(m_below, m_above + 1):
+        for n_index in range(n_below, n_above + 1):
+            for k_index in range(k_below, k_above + 1):
+                corners[count, 0], corners[count, 1], corners[count, 2] = m_index, n_index, k_index
+                count += 1
+    per_point = top.shape[-1]
+    shortlist = np.empty(SIZE, dtype=np.int64)
+    for corner in range(count):
+        for rank in range(per_point):
+            if top[corners[corner, 0], corners[corner, 1], corners[corner, 2], n_class, k_class, rank] == NOT_COMPUTED:
+                return shortlist[:0], False
+    size = 0
+    for rank in range(per_point):
+        for corner in range(count):
+            candidate = top[corners[corner, 0], corners[corner, 1], corners[corner, 2], n_class, k_class, rank]
+            if candidate not in shortlist[:size]:
+                shortlist[size] = candidate
+                size += 1
+                if size == SIZE:
+                    return shortlist, True
+    return shortlist[:size], True
 
 
 def build_shortlist(score: Callable[[np.ndarray], np.ndarray], axes: tuple[np.ndarray, np.ndarray, np.ndarray],
