@@ -293,9 +293,9 @@ def _fill(matrix: np.ndarray, shapes: np.ndarray, divisibilities: np.ndarray, ti
           element_bytes: float, limits: np.ndarray, width: int) -> None:
     """Write the problem and interaction columns of `matrix` (the encoding's `width` columns between them are left
     as they are), row by row: `shapes` with the `divisibility` of their N and K, `tile` (BLOCK_M, BLOCK_N, BLOCK_K,
-    SPLIT_K, num_warps) and `facts` (COMPILED_FACTS) have one row or one per matrix row. The log2_ columns get their argument: `_assemble` takes the
-    logarithm. Compiled, so a dispatcher call's couple of dozen rows cost microseconds instead of a hundred numpy
-    calls."""
+    SPLIT_K, num_warps) and `facts` (COMPILED_FACTS) have one row or one per matrix row. The log2_ columns get their
+    argument: `_assemble` and `CandidateFeatures.rows` take the logarithm. Compiled, so a dispatcher call's couple of
+    dozen rows cost microseconds instead of a hundred numpy calls."""
     sm_count, shared_memory_per_sm, reserved, warps_per_sm, registers_per_sm, unit = (
         limits[0], limits[1], limits[2], limits[3], limits[4], limits[5])
     vector = float(VECTOR_BYTES // int(element_bytes))

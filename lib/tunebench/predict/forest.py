@@ -94,7 +94,8 @@ def _walk(binned: np.ndarray, roots: np.ndarray, bounds: np.ndarray, parts: np.n
 
 
 @numba.njit(cache=True, nogil=True)
-def _predict(matrix: np.ndarray, used: np.ndarray, thresholds: np.ndarray, roots: np.ndarray, bounds: np.ndarray, links: np.ndarray, value: np.ndarray, depth: int, baseline: float) -> np.ndarray:
+def _predict(matrix: np.ndarray, used: np.ndarray, thresholds: np.ndarray, roots: np.ndarray, bounds: np.ndarray,
+             links: np.ndarray, value: np.ndarray, depth: int, baseline: float) -> np.ndarray:
     """One thread's whole prediction in one compiled call: bin, walk every part, add the parts' sums in order and the
     baseline, as `CompiledForest.predict` does in any number of threads (the same additions, so the same bits)."""
     sums = _walk(_bin(matrix, used, thresholds), roots, bounds, EVERY_PART, links, value, depth)
