@@ -65,7 +65,7 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 912 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 960 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
@@ -75,8 +75,9 @@ DATASET_SHAPES = (
 # from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one,
 # the next two 48s (2026-11-26/27, from _eleventh.parquet and _twelfth.parquet) again the 1,129-shape one and
 # the 1,225-shape one, the next five 48s (2026-11-27, from _thirteenth.parquet, _fourteenth.parquet,
-# _fifteenth.parquet, _sixteenth.parquet and _seventeenth.parquet) the 1,321-shape one, five times, and the last 48
-# (2026-11-27, from _eighteenth.parquet) the 1,513-shape one. `--check` checks them.
+# _fifteenth.parquet, _sixteenth.parquet and _seventeenth.parquet) the 1,321-shape one, five times, and the last two
+# 48s (2026-11-27, from _eighteenth.parquet and _nineteenth.parquet) the 1,513-shape one, twice. `--check` checks
+# them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -350,6 +351,14 @@ PREDICTION_SHAPES = (
     (5, 13824, 5120), (1399, 3072, 8192), (338, 8192, 1024), (49, 5120, 2240), (3534, 3072, 8192), (48, 4096, 1792),
     (600, 896, 608), (21, 28672, 4096), (25, 5120, 1280), (887, 9216, 3072), (3022, 8192, 4096), (208, 3072, 8192),
     (83, 2048, 2048), (800, 3584, 3584), (4, 14336, 8192), (46, 8192, 4096), (251, 768, 4096), (507, 3584, 3584),
+    (192, 3072, 1024), (2256, 5120, 640), (35, 3072, 8192), (2, 5120, 1280), (6, 57344, 8192), (2098, 2048, 2048),
+    (13, 5120, 1280), (19, 8192, 1024), (5, 4096, 2048), (1892, 4096, 3584), (7534, 896, 4864), (641, 6144, 4096),
+    (2949, 2048, 1024), (126, 4608, 3584), (363, 3584, 448), (1092, 2048, 512), (49, 2048, 2048), (51, 4096, 4096),
+    (3017, 896, 224), (3, 2048, 1024), (39, 18944, 3584), (797, 3072, 3072), (2, 2048, 2048), (12, 2304, 3072),
+    (751, 3584, 4096), (5, 3584, 2048), (1290, 1536, 4096), (129, 1280, 8192), (457, 3584, 4096), (47, 3072, 8192),
+    (13, 4096, 512), (1090, 3072, 384), (2, 2560, 3072), (3639, 2048, 1024), (46, 4096, 7168), (82, 144, 896),
+    (3, 4096, 3584), (1308, 3584, 1024), (547, 2048, 4096), (2, 2048, 4096), (767, 7168, 5120), (1, 4480, 1536),
+    (307, 1536, 1536), (223, 3584, 512), (39, 3584, 14336), (1989, 3584, 512), (2729, 4096, 4096), (88, 576, 896),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
