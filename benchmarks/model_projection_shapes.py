@@ -14,7 +14,7 @@ from narrow_hinted_shapes import COUNT as NARROW_HINTED_COUNT
 from both_hinted_shapes import both_hinted_draw_end
 
 SEED = 2035
-COUNT = 960  # the first 96 checked the 697-shape predictor (stop 22); the next 48, the same stream, the 793-shape one;
+COUNT = 1008  # the first 96 checked the 697-shape predictor (stop 22); the next 48, the same stream, the 793-shape one;
 # the next 48 the 841-shape ones of stop 22 and stop 23; the next 48 stop 23's (frozen before they were measured)
 # and stop 24's 889-shape one (written after, by the pipeline committed before); the next 48 stop 24's 889-shape one
 # (frozen before they were measured); the next 48 stop 25's 985-shape one (frozen before they were measured); the
@@ -26,7 +26,8 @@ COUNT = 960  # the first 96 checked the 697-shape predictor (stop 22); the next 
 # measured); the next 48 that same one a third time (stop 32, frozen before they were measured); the next 48 that
 # same one a fourth time (stop 33, frozen before they were measured); the next 48 that same one a fifth time (stop 34,
 # frozen before they were measured); the next 48 stop 33's 1,513-shape one, deployed in stop 34 (stop 35, frozen
-# before they were measured); the next 48 that same 1,513-shape one again (stop 35, frozen before they were measured)
+# before they were measured); the next 48 that same 1,513-shape one again (stop 35, frozen before they were measured);
+# the next 48 that same one a third time (stop 36, frozen before they were measured)
 BATCH = 16
 # (hidden size, intermediate size, attention heads, key-value heads, head dim), from each model's config.json on the
 # Hugging Face Hub. Most are not among the real-model sizes of the earlier draws (hinted_shapes.REAL_MODEL_SIZES).
