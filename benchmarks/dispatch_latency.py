@@ -6,7 +6,8 @@ and max over the shapes. The long benchmark (`config_prediction.py`) times the d
 that may share the machine; this script is the quiet measurement that the README quotes.
 
 `--threads N` walks the trees in N threads (`Predictor.threads`; numpy and BLAS stay on one), after checking that
-every shape gets the same pick as with one. `--models K` times only the first K of the averaged models
+every shape gets the same pick as with one; by default as many as `load_predictor` chooses for this host
+(`forest.default_threads`). `--models K` times only the first K of the averaged models
 (`Predictor.with_models`: the benchmark's "first model" ablation for K = 1), for hosts too slow for all of them.
 
 Run: `.venv/bin/python benchmarks/dispatch_latency.py` (about a minute here; `--passes`, `--threads`, `--models`,
@@ -30,7 +31,7 @@ from tqdm import tqdm
 
 from tunebench.files import write_text_atomically
 from tunebench.predict import load_predictor
-from tunebench.predict.forest import PARTS
+from tunebench.predict.forest import PARTS, default_threads
 from tunebench.predict.protocol import DISPATCH_REPEATS, dispatch_latency_ms
 from tunebench.tables import markdown_table
 
@@ -52,7 +53,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--predictor", type=Path, default=PREDICTOR)
     parser.add_argument("--passes", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1, help=f"threads the trees are walked in, 1 to {PARTS}")
+    parser.add_argument("--threads", type=int, default=default_threads(),
+                        help=f"threads the trees are walked in, 1 to {PARTS} (default here: {default_threads()})")
     parser.add_argument("--models", type=int, default=None, help="time only the first K models (default: all)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -71,7 +73,7 @@ def main() -> int:
     with threadpool_limits(1):
         sizes = np.array([len(predictor.shortlist.for_shape(shape)) for shape in shapes])
         if args.threads > 1:
-            single = load_predictor(args.predictor).with_models(len(predictor.ranker.models_))
+            single = load_predictor(args.predictor, threads=1).with_models(len(predictor.ranker.models_))
             differing = [shape for shape in shapes if predictor.best_config(shape) != single.best_config(shape)]
             if differing:
                 raise SystemExit(f"{len(differing)} shapes get another pick in {args.threads} threads than in one, "

@@ -28,7 +28,8 @@ from tunebench.predict.dispatch import FORMAT_VERSION
 from tunebench.predict.evaluation import (alignment, best_of_top_k, by_alignment, per_shape_table, retest_efficiency,
                                           retimed_efficiency, thin_shapes, untimed_picks)
 from tunebench.predict.features import CandidateFeatures, config_columns, encode_columns
-from tunebench.predict.forest import PARTS
+from tunebench.predict import forest
+from tunebench.predict.forest import MANY_CORES, PARTS
 from tunebench.predict.model import INNER_SPLITS, ConfigRanker, portfolio, relative_speed, restrict
 from tunebench.predict.shortlist import SIZE
 from tunebench.predict.transfer import combine, transfer_efficiency
@@ -485,6 +486,16 @@ def test_a_predictor_picks_alike_in_any_number_of_threads(tmp_path, data, predic
         assert threaded.best_config(shape) == predictor.best_config(shape)
     with pytest.raises(ValueError, match=f"threads must be an integer from 1 to {PARTS}, got 0"):
         load_predictor(path, threads=0)
+
+
+def test_a_loaded_predictor_walks_in_parts_threads_only_on_a_host_of_many_cores(tmp_path, predictor, monkeypatch):
+    path = tmp_path / "model.predictor"
+    save_predictor(predictor, path)
+    monkeypatch.setattr(forest, "usable_cores", lambda: MANY_CORES)
+    assert load_predictor(path).threads == PARTS
+    monkeypatch.setattr(forest, "usable_cores", lambda: MANY_CORES - 1)
+    assert load_predictor(path).threads == 1
+    assert load_predictor(path, threads=2).threads == 2
 
 
 def test_fewer_than_one_model_is_an_error():

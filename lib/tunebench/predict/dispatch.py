@@ -29,7 +29,7 @@ from tunebench.measure.result import Evaluator, Result
 from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS, NeighbourEvidence
 from tunebench.predict.features import CandidateFeatures, Hardware, check_dtype, feature_names, features
-from tunebench.predict.forest import CompiledForest, check_threads
+from tunebench.predict.forest import CompiledForest, check_threads, default_threads
 from tunebench.predict.head import HEAD_SIZE, HeadLists, PairwiseHead, head_lists, select_head
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
 from tunebench.predict.neighbours import NeighbourCorrection, one_shape_coordinates, select_correction
@@ -321,10 +321,11 @@ def _read(path: Path) -> tuple[dict[str, Any], bytes]:
 
 
 def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, gpu: str | None = None,
-                   threads: int = 1) -> Predictor:
+                   threads: int | None = None) -> Predictor:
     """Read a predictor, checking the header before unpickling: the kernel (and GPU, when given) asked for, the
     payload's checksum, and that the feature schema it was trained on is the one this code computes; `threads` as
-    `Predictor`'s. Only load files you trust: the payload is a pickle."""
+    `Predictor`'s, by default `forest.default_threads()` (4 on a host of 8 or more cores, else 1). Only load files you
+    trust: the payload is a pickle."""
     path = Path(path)
     header, payload = _read(path)
     if header.get("kernel") != kernel:
@@ -359,4 +360,4 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
                      portfolio=np.array(header.get("portfolio", range(len(header["candidates"]))), dtype=np.int64),
                      correction=content["correction"], head=content["head"], evidence=content.get("evidence"),
                      header={name: header[name] for name in ("training", "metrics", "correction_tried", "head_tried")
-                             if name in header}, threads=threads)
+                             if name in header}, threads=default_threads() if threads is None else threads)
