@@ -65,7 +65,7 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 960 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The last 1,008 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
@@ -75,9 +75,9 @@ DATASET_SHAPES = (
 # from results/datasets/matmul_bfloat16_h100_preregistered_ninth.parquet and _tenth.parquet) the 1,129-shape one,
 # the next two 48s (2026-11-26/27, from _eleventh.parquet and _twelfth.parquet) again the 1,129-shape one and
 # the 1,225-shape one, the next five 48s (2026-11-27, from _thirteenth.parquet, _fourteenth.parquet,
-# _fifteenth.parquet, _sixteenth.parquet and _seventeenth.parquet) the 1,321-shape one, five times, and the last two
-# 48s (2026-11-27, from _eighteenth.parquet and _nineteenth.parquet) the 1,513-shape one, twice. `--check` checks
-# them.
+# _fifteenth.parquet, _sixteenth.parquet and _seventeenth.parquet) the 1,321-shape one, five times, and the last
+# three 48s (2026-11-27, from _eighteenth.parquet, _nineteenth.parquet and _twentieth.parquet) the 1,513-shape one,
+# three times. `--check` checks them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -359,6 +359,14 @@ PREDICTION_SHAPES = (
     (13, 4096, 512), (1090, 3072, 384), (2, 2560, 3072), (3639, 2048, 1024), (46, 4096, 7168), (82, 144, 896),
     (3, 4096, 3584), (1308, 3584, 1024), (547, 2048, 4096), (2, 2048, 4096), (767, 7168, 5120), (1, 4480, 1536),
     (307, 1536, 1536), (223, 3584, 512), (39, 3584, 14336), (1989, 3584, 512), (2729, 4096, 4096), (88, 576, 896),
+    (85, 4096, 2048), (159, 1152, 3072), (1159, 896, 1216), (89, 896, 5120), (2, 8192, 2048), (337, 1536, 2240),
+    (6353, 576, 3584), (6, 3584, 4096), (5, 2304, 3072), (594, 5120, 4480), (6, 9728, 896), (173, 144, 896),
+    (250, 1536, 4096), (4, 2048, 1536), (444, 17920, 5120), (10, 3584, 3584), (40, 896, 224), (3, 3584, 4096),
+    (76, 1536, 1536), (3559, 768, 2048), (1094, 3072, 1536), (38, 3584, 512), (24, 5120, 2240), (4904, 3456, 5120),
+    (448, 3072, 4096), (64, 4096, 3584), (2332, 3584, 4096), (6, 1536, 1120), (4, 2048, 2048), (524, 2240, 1536),
+    (35, 1536, 2048), (2120, 16384, 3072), (8, 896, 224), (2385, 3584, 3584), (6, 5120, 3072), (81, 17920, 1536),
+    (1020, 640, 3072), (22, 1536, 384), (207, 288, 896), (108, 3584, 3584), (1176, 5120, 640), (429, 3584, 512),
+    (870, 5120, 2560), (6434, 2048, 8192), (32, 768, 4096), (4, 1280, 3072), (51, 1024, 3584), (429, 1536, 768),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
