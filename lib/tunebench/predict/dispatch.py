@@ -324,8 +324,8 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
                    threads: int | None = None) -> Predictor:
     """Read a predictor, checking the header before unpickling: the kernel (and GPU, when given) asked for, the
     payload's checksum, and that the feature schema it was trained on is the one this code computes; `threads` as
-    `Predictor`'s, by default `forest.default_threads()` (4 on a host of 8 or more cores, else 1). Only load files you
-    trust: the payload is a pickle."""
+    `Predictor`'s, by default `forest.default_threads()` (4 on a host of 8 or more usable cores, else 1). Only load
+    files you trust: the payload is a pickle."""
     path = Path(path)
     header, payload = _read(path)
     if header.get("kernel") != kernel:
