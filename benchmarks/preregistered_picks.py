@@ -1,9 +1,10 @@
 """A held-out check decided before it is measured: the deployed predictor's picks for the real-model projection shapes
-(`model_projection_shapes.py`) are frozen in a file first, and scored once the GPU has measured every candidate.
+(`model_projection_shapes.py`), or with `--draw unaligned` for the unaligned ones (`unaligned_check_shapes.py`), are
+frozen in a file first, and scored once the GPU has measured every candidate.
 
 Freeze (CPU, seconds): `.venv/bin/python benchmarks/preregistered_picks.py freeze --picks P`, which writes the picks
 for the drawn shapes not yet measured to P (never over an existing file) and its .provenance.json (the predictor's
-sha256). Score (once the
+sha256 and the draw). Score (once the
 shapes are in the dataset): `.venv/bin/python benchmarks/preregistered_picks.py score`, which writes
 results/config_prediction/preregistered.md and, for `config_prediction_retime.py measure --per-shape`,
 preregistered_per_shape.csv.
@@ -21,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from model_projection_shapes import BATCH, draw, narrow_hinted_draw_end
+import model_projection_shapes
+import unaligned_check_shapes
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
@@ -35,34 +37,43 @@ PICKS = REPO / "results" / "config_prediction" / "preregistered_picks.csv"
 REPORT = REPO / "results" / "config_prediction" / "preregistered.md"
 PER_SHAPE = REPO / "results" / "config_prediction" / "preregistered_per_shape.csv"
 TOP_K = 10  # the list "top 10 timed" keeps its fastest of
+# Each draw's module (its `draw`, `BATCH` and `COUNT`), the index in matmul.PREDICTION_SHAPES its shapes start at, and
+# what its scored report is about
+DRAWS = {"model_projection": (model_projection_shapes, model_projection_shapes.narrow_hinted_draw_end,
+                              "real-model projection shapes"),
+         "unaligned": (unaligned_check_shapes, unaligned_check_shapes.model_projection_draw_end,
+                       "shapes with N or K off multiples of 16")}
 
 
 def config_text(config: dict[str, int]) -> str:
     return ",".join(str(value) for value in config.values())
 
 
-def freeze(predictor_path: Path, out: Path) -> None:
-    """Write the `best_config` and full-ranking top TOP_K of every drawn shape not yet in `matmul.PREDICTION_SHAPES`
-    (not measured), with the predictor's hash beside them; refuses if the predictor was trained on any of them."""
+def freeze(predictor_path: Path, out: Path, draw_name: str) -> None:
+    """Write the `best_config` and full-ranking top TOP_K of every shape of draw `draw_name` not yet in
+    `matmul.PREDICTION_SHAPES` (not measured), with the predictor's hash beside them; refuses if the predictor was
+    trained on any of them."""
     if out.exists():
         raise SystemExit(f"{out} exists: frozen picks are never overwritten; name another --picks file")
+    module, start, _ = DRAWS[draw_name]
     predictor = load_predictor(predictor_path)
     trained_on = {tuple(shape) for shape in predictor.header["training"]["shapes"]}
-    drawn = draw(set(matmul.PREDICTION_SHAPES[:narrow_hinted_draw_end()]) | set(matmul.DATASET_SHAPES))
+    drawn = module.draw(set(matmul.PREDICTION_SHAPES[:start()]) | set(matmul.DATASET_SHAPES))
     shapes = [(position, shape) for position, shape in enumerate(drawn) if shape not in matmul.PREDICTION_SHAPES]
     if not shapes:
         raise SystemExit(f"all {len(drawn)} drawn shapes are measured: nothing to freeze; raise COUNT in "
-                         "model_projection_shapes.py to continue the draw")
+                         f"{module.__name__}.py to continue the draw")
     seen = sorted(trained_on & {shape for _, shape in shapes})
     if seen:
         raise SystemExit(f"the predictor was trained on drawn shapes {seen}")
-    rows = [{"M": m, "N": n, "K": k, "batch": position // BATCH, "best_config": config_text(predictor.best_config(
-        (m, n, k))), "top10_configs": ";".join(config_text(config) for config in predictor.top_configs((m, n, k),
-                                                                                                       TOP_K))}
+    rows = [{"M": m, "N": n, "K": k, "batch": position // module.BATCH,
+             "best_config": config_text(predictor.best_config((m, n, k))),
+             "top10_configs": ";".join(config_text(config) for config in predictor.top_configs((m, n, k), TOP_K))}
             for position, (m, n, k) in shapes]
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(out, pd.DataFrame(rows).to_csv(index=False))
     provenance = {"command": " ".join(["python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(),
+                  "draw": draw_name,
                   "predictor": predictor_path.name,
                   "predictor_sha256": hashlib.sha256(predictor_path.read_bytes()).hexdigest(),
                   "predictor_training_shapes": len(trained_on), "config_order": list(predictor.space.names)}
@@ -107,7 +118,8 @@ def score(picks_path: Path, dataset_path: Path, out: Path, per_shape_out: Path) 
                 "median": f"{frame[column].median():.2%}"} for column in ("best_config", "top 1", "top 10 timed")]
     worst = frame.sort_values("best_config").head(10)
     command = " ".join([".venv/bin/python", "benchmarks/preregistered_picks.py", *sys.argv[1:]])
-    text = f"""# Predictions frozen before measurement: real-model projection shapes
+    about = DRAWS[provenance.get("draw", "model_projection")][2]  # picks frozen before the draw was named: projections
+    text = f"""# Predictions frozen before measurement: {about}
 
 Command: `{command}`. Picks frozen by `{provenance['command']}` on
 {provenance['date'][:10]} with `{provenance['predictor']}` (sha256 {provenance['predictor_sha256'][:16]}..., trained on
@@ -134,12 +146,14 @@ def main() -> None:
     parser.add_argument("action", choices=("freeze", "score"))
     parser.add_argument("--predictor", type=Path, default=PREDICTOR)
     parser.add_argument("--picks", type=Path, default=PICKS)
+    parser.add_argument("--draw", choices=sorted(DRAWS), default="model_projection",
+                        help="freeze: the draw whose unmeasured shapes get picks")
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--out", type=Path, default=REPORT)
     parser.add_argument("--per-shape-out", type=Path, default=PER_SHAPE)
     args = parser.parse_args()
     if args.action == "freeze":
-        freeze(args.predictor, args.picks)
+        freeze(args.predictor, args.picks, args.draw)
     else:
         score(args.picks, args.dataset, args.out, args.per_shape_out)
 

@@ -1,8 +1,8 @@
 """The prediction datasets' shapes against the seeded draws that made them (benchmarks/hinted_shapes.py,
 benchmarks/odd_shapes.py, benchmarks/both_hinted_shapes.py, benchmarks/narrow_hinted_shapes.py,
-benchmarks/model_projection_shapes.py and, for the H200 transfer set, benchmarks/h200_shapes.py): the list in
-kernels/matmul.py must be what the draws give, in measured order; and the picks frozen for the projection draw
-(benchmarks/preregistered_picks.py) are never overwritten and score as committed."""
+benchmarks/model_projection_shapes.py, benchmarks/unaligned_check_shapes.py and, for the H200 transfer set,
+benchmarks/h200_shapes.py): the list in kernels/matmul.py must be what the draws give, in measured order; and the picks
+frozen for the checks' draws (benchmarks/preregistered_picks.py) are never overwritten and score as committed."""
 
 import os
 import subprocess
@@ -26,7 +26,8 @@ def run_script(name: str, *arguments: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("arguments", [("hinted_shapes.py",), ("odd_shapes.py", "--check"),
                                        ("both_hinted_shapes.py", "--check"), ("narrow_hinted_shapes.py", "--check"),
-                                       ("model_projection_shapes.py", "--check"), ("h200_shapes.py", "--check")])
+                                       ("model_projection_shapes.py", "--check"),
+                                       ("unaligned_check_shapes.py", "--check"), ("h200_shapes.py", "--check")])
 def test_the_listed_shapes_are_the_seeded_draws(arguments):
     completed = run_script(*arguments)
     assert completed.returncode == 0, completed.stdout + completed.stderr
@@ -73,6 +74,19 @@ def test_the_model_projection_draw_is_real_layers_and_new():
     assert not set(shapes) & (set(matmul.DATASET_SHAPES) | set(matmul.PREDICTION_SHAPES[:697]))
 
 
+def test_the_unaligned_check_draw_has_n_or_k_off_multiples_of_16_and_is_new():
+    sys.path.insert(0, str(REPOSITORY / "benchmarks"))
+    import unaligned_check_shapes as draw
+
+    lines = run_script("unaligned_check_shapes.py").stdout.split()
+    shapes = [tuple(int(size) for size in shape.split("x")) for line in lines for shape in line.split(",")]
+    assert len(shapes) == len(set(shapes)) == draw.COUNT
+    assert all(n % 16 or k % 16 for _, n, k in shapes)
+    assert sum(n % 2 == 1 and k % 2 == 1 for _, n, k in shapes) == draw.COUNT // len(draw.PATTERN)  # (odd, odd)
+    earlier = matmul.PREDICTION_SHAPES[:draw.model_projection_draw_end()]
+    assert not set(shapes) & (set(matmul.DATASET_SHAPES) | set(earlier))
+
+
 def test_the_h200_draw_is_balanced_and_new():
     """Each batch of 16 holds 7 hinted, 7 odd and 2 aligned H100 prediction shapes, none of the first 22."""
     sys.path.insert(0, str(REPOSITORY / "benchmarks"))
@@ -95,14 +109,16 @@ def test_frozen_picks_are_never_overwritten(tmp_path):
     assert picks.read_text() == "frozen\n"
 
 
-def test_nothing_is_frozen_once_every_drawn_shape_is_measured(tmp_path, monkeypatch):
+@pytest.mark.parametrize("draw", ["model_projection", "unaligned"])
+def test_nothing_is_frozen_once_every_drawn_shape_is_measured(tmp_path, monkeypatch, draw):
     sys.path.insert(0, str(REPOSITORY / "benchmarks"))
     import preregistered_picks
 
-    monkeypatch.setattr(preregistered_picks, "draw", lambda taken: list(matmul.PREDICTION_SHAPES[-3:]))
+    module = preregistered_picks.DRAWS[draw][0]
+    monkeypatch.setattr(module, "draw", lambda taken: list(matmul.PREDICTION_SHAPES[-3:]))
     picks = tmp_path / "picks.csv"
-    with pytest.raises(SystemExit, match="nothing to freeze"):
-        preregistered_picks.freeze(preregistered_picks.PREDICTOR, picks)
+    with pytest.raises(SystemExit, match=f"nothing to freeze; raise COUNT in {module.__name__}.py"):
+        preregistered_picks.freeze(preregistered_picks.PREDICTOR, picks, draw)
     assert not picks.exists()
 
 
