@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from config_prediction import COMPILED_RESOURCES, DATASET, efficiency_row, fit_deployed, one_hot, percent
+from model_projection_shapes import narrow_hinted_draw_end
+from unaligned_check_shapes import model_projection_draw_end
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
@@ -32,7 +34,8 @@ from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "results" / "config_prediction" / "cv.md"
-REAL_MODEL_LAYERS = set(matmul.PREDICTION_SHAPES[697:])  # model_projection_shapes.py's draw, after the hard draws
+# model_projection_shapes.py's draw: after the hard draws, before the unaligned checks' draw
+REAL_MODEL_LAYERS = set(matmul.PREDICTION_SHAPES[narrow_hinted_draw_end():model_projection_draw_end()])
 # (column of the per-shape table, label): the deployed pipeline and its ablations, same folds
 PIPELINE_ROWS = (("selected", "full ranking: model + neighbour correction + pairwise head"),
                  ("dispatcher", "`best_config` (deployed path: shortlist, compiled trees and head)"),
