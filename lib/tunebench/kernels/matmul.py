@@ -65,7 +65,7 @@ DATASET_SHAPES = (
 # Then (2026-11-25) its next 4 batches of 16, the same stream continued: the 5th batch from one journal, the 6th to
 # 8th from another, in draw order here.
 # `benchmarks/narrow_hinted_shapes.py --check` checks them.
-# The last 1,008 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
+# The next 1,008 are real models' linear layers, held-out checks whose picks were frozen before they were measured:
 # `benchmarks/model_projection_shapes.py`'s draw with random.Random(2035), a model (Llama-3.1/3.2, Qwen2.5, Gemma-2,
 # Phi-3), a projection (qkv, o, gate_up, down) and a tensor-parallel degree (1 to 8) drawn uniformly, M log-uniform
 # in [1, 8192]; listed in draw order. The first 96 (2026-11-25, three journals) checked the 697-shape predictor, the
@@ -78,6 +78,11 @@ DATASET_SHAPES = (
 # _fifteenth.parquet, _sixteenth.parquet and _seventeenth.parquet) the 1,321-shape one, five times, and the last
 # three 48s (2026-11-27, from _eighteenth.parquet, _nineteenth.parquet and _twentieth.parquet) the 1,513-shape one,
 # three times. `--check` checks them.
+# The last 96 (2026-11-27) are the 6 batches of 16 of `benchmarks/unaligned_check_shapes.py`'s draw with
+# random.Random(2040): N or K off multiples of 16, cycling every (N, K) pair of the aligned, hinted and odd classes but
+# (aligned, aligned), M and the limits as in the hinted draw; a held-out check of the classes cross-validation predicts
+# worst, whose picks were frozen before they were measured (one journal per batch), in draw order. `--check` checks
+# them.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -367,6 +372,22 @@ PREDICTION_SHAPES = (
     (35, 1536, 2048), (2120, 16384, 3072), (8, 896, 224), (2385, 3584, 3584), (6, 5120, 3072), (81, 17920, 1536),
     (1020, 640, 3072), (22, 1536, 384), (207, 288, 896), (108, 3584, 3584), (1176, 5120, 640), (429, 3584, 512),
     (870, 5120, 2560), (6434, 2048, 8192), (32, 768, 4096), (4, 1280, 3072), (51, 1024, 3584), (429, 1536, 768),
+    (31, 3696, 2859), (6571, 9119, 896), (5, 595, 15733), (947, 4350, 3072), (24, 12992, 7426), (1555, 4554, 13928),
+    (62, 610, 7813), (2, 12093, 4306), (198, 4096, 911), (1883, 3011, 3072), (85, 4093, 12531), (2, 2990, 6144),
+    (188, 1024, 3834), (705, 16292, 788), (2, 564, 1421), (6, 999, 3596), (6347, 5120, 2835), (4, 13609, 2048),
+    (31, 5063, 969), (345, 538, 9200), (11, 11008, 2596), (213, 7618, 2434), (3, 908, 3085), (104, 629, 15624),
+    (264, 4096, 9911), (3009, 3777, 800), (4, 1269, 5569), (660, 1624, 912), (155, 1072, 4050), (7, 2932, 4554),
+    (2493, 7128, 981), (130, 15211, 548), (2, 848, 613), (3864, 3157, 3040), (29, 2457, 5943), (11, 1128, 6144),
+    (264, 14736, 2168), (224, 3080, 6116), (68, 4860, 929), (3, 9531, 2012), (3, 1296, 575), (3, 2623, 11008),
+    (4, 2683, 2029), (15, 13284, 4880), (261, 5760, 3858), (4, 2152, 16292), (35, 2620, 7295), (7, 927, 14634),
+    (32, 4096, 987), (2, 795, 896), (38, 10461, 2147), (1907, 588, 4096), (17, 688, 10312), (5, 4904, 4804),
+    (37, 914, 6519), (108, 1723, 936), (115, 1024, 1087), (570, 3661, 4112), (134, 545, 881), (18, 584, 1024),
+    (1522, 2304, 616), (7691, 1588, 1608), (118, 8276, 15453), (2, 5103, 1960), (1, 2048, 3173), (25, 4887, 4160),
+    (446, 683, 1031), (3, 12844, 16000), (944, 3072, 628), (2262, 5508, 5540), (2, 5252, 685), (1, 885, 7880),
+    (547, 5712, 6897), (1, 733, 1536), (191, 4299, 673), (150, 2932, 3072), (366, 1040, 920), (162, 6380, 14998),
+    (1374, 678, 10577), (467, 1361, 5508), (36, 5712, 757), (5209, 1309, 2304), (647, 581, 5537), (20, 1106, 6144),
+    (94, 2048, 1992), (192, 10500, 814), (4123, 1342, 14817), (6, 8111, 1444), (539, 6144, 6273), (1, 6743, 11008),
+    (12, 1351, 1597), (297, 1366, 6336), (373, 768, 8842), (6, 2536, 7098), (568, 3364, 7755), (3751, 981, 13508),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
