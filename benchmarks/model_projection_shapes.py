@@ -27,7 +27,9 @@ COUNT = 1008  # the first 96 checked the 697-shape predictor (stop 22); the next
 # same one a fourth time (stop 33, frozen before they were measured); the next 48 that same one a fifth time (stop 34,
 # frozen before they were measured); the next 48 stop 33's 1,513-shape one, deployed in stop 34 (stop 35, frozen
 # before they were measured); the next 48 that same 1,513-shape one again (stop 35, frozen before they were measured);
-# the next 48 that same one a third time (stop 36, frozen before they were measured)
+# the next 48 that same one a third time (stop 36, frozen before they were measured). The unaligned draw's shapes
+# (`unaligned_check_shapes.py`) follow these 1,008 in matmul.PREDICTION_SHAPES, so raising COUNT for another check
+# also needs its shapes listed after that draw, and `--check` taught to find them there.
 BATCH = 16
 # (hidden size, intermediate size, attention heads, key-value heads, head dim), from each model's config.json on the
 # Hugging Face Hub. Most are not among the real-model sizes of the earlier draws (hinted_shapes.REAL_MODEL_SIZES).
