@@ -142,14 +142,13 @@ def mean_efficiency(matrix: np.ndarray) -> float:
 rng = np.random.default_rng(0)
 baseline = mean_efficiency(data.features[rows])
 drops = {}
-with threadpool_limits(1):
-    for column, name in enumerate(data.feature_names):
-        shuffled = []
-        for _ in range(permutation_repeats):
-            matrix = data.features[rows].copy()
-            matrix[:, column] = rng.permutation(matrix[:, column])
-            shuffled.append(baseline - mean_efficiency(matrix))
-        drops[name] = np.mean(shuffled)
+for column, name in enumerate(data.feature_names):
+    shuffled = []
+    for _ in range(permutation_repeats):
+        matrix = data.features[rows].copy()
+        matrix[:, column] = rng.permutation(matrix[:, column])
+        shuffled.append(baseline - mean_efficiency(matrix))
+    drops[name] = np.mean(shuffled)
 importance = pd.Series(drops).sort_values()
 figure, axis = plt.subplots(figsize=(7, 8))
 importance.plot.barh(ax=axis, color="C0")
