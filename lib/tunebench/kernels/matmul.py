@@ -78,11 +78,11 @@ DATASET_SHAPES = (
 # _fifteenth.parquet, _sixteenth.parquet and _seventeenth.parquet) the 1,321-shape one, five times, and the last
 # three 48s (2026-11-27, from _eighteenth.parquet, _nineteenth.parquet and _twentieth.parquet) the 1,513-shape one,
 # three times. `--check` checks them.
-# The last 96 (2026-11-27) are the 6 batches of 16 of `benchmarks/unaligned_check_shapes.py`'s draw with
+# The next 96 (2026-11-27) are the first 6 batches of 16 of `benchmarks/unaligned_check_shapes.py`'s draw with
 # random.Random(2040): N or K off multiples of 16, cycling every (N, K) pair of the aligned, hinted and odd classes but
 # (aligned, aligned), M and the limits as in the hinted draw; a held-out check of the classes cross-validation predicts
 # worst, whose picks were frozen before they were measured (one journal per batch), in draw order. `--check` checks
-# them.
+# them. The last 48 (2026-11-28) are the next 3 batches of that draw, the second check of the same kind.
 PREDICTION_SHAPES = (
     (1, 768, 3072), (1, 2304, 768), (1, 4096, 4096), (2, 3072, 3072), (2, 5000, 3000), (2, 13824, 5120),
     (3, 5000, 3000), (3, 5120, 5120), (3, 8192, 1024), (4, 4096, 11008), (4, 5000, 3000), (4, 13824, 5120),
@@ -388,6 +388,14 @@ PREDICTION_SHAPES = (
     (1374, 678, 10577), (467, 1361, 5508), (36, 5712, 757), (5209, 1309, 2304), (647, 581, 5537), (20, 1106, 6144),
     (94, 2048, 1992), (192, 10500, 814), (4123, 1342, 14817), (6, 8111, 1444), (539, 6144, 6273), (1, 6743, 11008),
     (12, 1351, 1597), (297, 1366, 6336), (373, 768, 8842), (6, 2536, 7098), (568, 3364, 7755), (3751, 981, 13508),
+    (440, 1024, 1975), (82, 1325, 6144), (261, 2467, 619), (2, 5764, 9392), (411, 11008, 8940), (135, 1442, 708),
+    (22, 2274, 1115), (177, 733, 13704), (2764, 1536, 10809), (4, 13611, 768), (718, 1285, 14293), (13, 2252, 13824),
+    (2525, 13824, 3362), (99, 3604, 7294), (18, 4326, 2753), (235, 1439, 9066), (308, 8192, 7017), (237, 10117, 768),
+    (120, 8803, 3327), (264, 724, 4368), (41, 1536, 3586), (11, 936, 1720), (193, 1944, 9365), (2, 1349, 4428),
+    (465, 8880, 4969), (3402, 2739, 672), (639, 585, 15327), (1795, 520, 2704), (7, 11008, 718), (25, 13544, 572),
+    (3, 750, 839), (24, 5199, 2776), (836, 10192, 1103), (432, 5229, 2048), (7, 7961, 2723), (377, 7710, 6144),
+    (82, 3680, 910), (67, 9560, 5276), (16, 1884, 851), (255, 1565, 914), (1, 8192, 795), (496, 7137, 7472),
+    (108, 5357, 9211), (28, 936, 1776), (12, 8192, 924), (1, 760, 1372), (2968, 6572, 513), (328, 607, 1016),
 )
 SHAPE_SETS = {"default": DATASET_SHAPES, "prediction": PREDICTION_SHAPES}
 # Relative Frobenius error allowed against an fp32 reference: one rounding of the output to the
