@@ -1,5 +1,5 @@
 """The prediction benchmarks' own logic: benchmarks/head_ablation.py's re-implemented head and fold cache, and
-benchmarks/config_prediction_cv.py's per-class table."""
+benchmarks/config_prediction_cv.py's per-class table and benchmarks/config_prediction_learning_curve.py's draws."""
 
 import sys
 from pathlib import Path
@@ -16,6 +16,7 @@ from tunebench.predict.head import HeadSettings, fit_head, head_efficiency
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the scripts import their siblings
 import config_prediction_cv  # noqa: E402
+import config_prediction_learning_curve  # noqa: E402
 import head_ablation  # noqa: E402
 
 
@@ -86,3 +87,18 @@ def test_pooled_re_timings_are_every_sittings_shapes_together(tmp_path):
     pd.concat([picks, picks.iloc[:1].assign(M=7)]).to_csv(retime.picks_path(unfinished), index=False)
     with pytest.raises(SystemExit, match="1 of its 49 frozen shapes were not timed"):
         retime.pool(argparse.Namespace(journals=[unfinished], out=out))
+
+
+def test_the_unaligned_learning_curve_keeps_every_aligned_shape_and_draws_the_others():
+    shapes = np.array([(64, 4096, 4096), (8, 4100, 4096), (8, 4096, 4097), (2, 1024, 512), (3, 1000, 511),
+                       (5, 4104, 1024)])
+    classes = config_prediction_learning_curve.shape_classes(shapes)
+    assert classes.tolist() == ["aligned", "hinted", "odd", "aligned", "odd", "hinted"]
+    train = np.arange(len(shapes))
+    draw = config_prediction_learning_curve.training_draw
+    assert draw(train, classes, 0, None, "unaligned").tolist() == train.tolist()
+    assert draw(train, classes, 0, 0, "unaligned").tolist() == [0, 3]
+    two = draw(train, classes, 0, 2, "unaligned")
+    assert {0, 3} < set(two.tolist()) and len(two) == 4 and two.tolist() == sorted(two.tolist())
+    np.testing.assert_array_equal(two, draw(train, classes, 0, 2, "unaligned"))  # seeded
+    assert len(draw(train, classes, 0, 3, "all")) == 3
