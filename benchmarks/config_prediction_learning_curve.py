@@ -4,7 +4,7 @@ fold's model trained on a seeded draw of n of its training shapes, scored on the
 Run: `.venv/bin/python benchmarks/config_prediction_learning_curve.py` (about 5 minutes on 2 cores); writes
 results/config_prediction/learning_curve.md. With `--vary unaligned`, every aligned training shape is kept and only
 the hinted and odd ones (N or K off multiples of 16) are drawn; the held-out scores are given per alignment class
-(about 25 minutes on 2 cores; results/config_prediction/learning_curve_unaligned.md).
+(about 30 minutes on 2 cores; results/config_prediction/learning_curve_unaligned.md).
 """
 
 from __future__ import annotations
@@ -98,9 +98,8 @@ def main() -> None:
     shapes = len(_DATA.shapes)
     folds = grouped_folds(_DATA.group, N_SPLITS)
     classes = shape_classes(_DATA.shapes)
-    available = min(int((classes[train] != "aligned").sum()) if args.vary == "unaligned" else len(train)
-                    for train, _ in folds)
-    sizes: list[int | None] = [size for size in SIZES[args.vary] if size < available] + [None]
+    counts = [len(train) if args.vary == "all" else int((classes[train] != "aligned").sum()) for train, _ in folds]
+    sizes: list[int | None] = [size for size in SIZES[args.vary] if size < min(counts)] + [None]
     jobs = [(fold, size, args.vary) for size in sizes for fold in range(N_SPLITS)]
     efficiency: dict[int | None, np.ndarray] = {size: np.zeros(shapes) for size in sizes}
     with ProcessPoolExecutor(args.workers, initializer=_load,
@@ -108,11 +107,9 @@ def main() -> None:
         for fold, size, values in tqdm(pool.map(_fit_and_score, jobs), total=len(jobs), desc="fits", unit="fit"):
             efficiency[size][folds[fold][1]] = values
     drawn = "training shapes per fold" if args.vary == "all" else "unaligned training shapes per fold"
+    every = f"all ({min(counts)})" if min(counts) == max(counts) else f"all ({min(counts)} to {max(counts)})"
     rows = []
     for size in sizes:
-        counts = [len(train) if args.vary == "all" else int((classes[train] != "aligned").sum())
-                  for train, _ in folds]
-        every = f"all ({min(counts)})" if min(counts) == max(counts) else f"all ({min(counts)} to {max(counts)})"
         values = efficiency[size]
         row = {drawn: every if size is None else size, "held-out shapes": shapes, "mean": f"{values.mean():.2%}",
                "P10": f"{np.percentile(values, 10):.2%}", "min": f"{values.min():.2%}",
