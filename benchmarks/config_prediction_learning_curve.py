@@ -40,6 +40,7 @@ SETTINGS = RankerSettings(objective="relative", max_iter=1000, max_leaf_nodes=12
 SEED = 0
 
 _DATA = None
+_CLASSES = None  # the alignment class of every shape of _DATA
 
 
 def shape_classes(shapes: np.ndarray) -> np.ndarray:
@@ -64,7 +65,7 @@ def _fit_and_score(job: tuple[int, int | None, str]) -> tuple[int, int | None, n
     """(fold, training shapes drawn: None for all, what is drawn) -> the fold's held-out efficiencies."""
     fold, size, vary = job
     train, test = grouped_folds(_DATA.group, N_SPLITS)[fold]
-    train = training_draw(train, shape_classes(_DATA.shapes), fold, size, vary)
+    train = training_draw(train, _CLASSES, fold, size, vary)
     with threadpool_limits(1):
         ranker = ConfigRanker(SETTINGS).fit(_DATA, _DATA.rows_of(train))
         scores = ranker.score(_DATA.features[_DATA.rows_of(test)]).reshape(len(test), -1)
@@ -73,9 +74,10 @@ def _fit_and_score(job: tuple[int, int | None, str]) -> tuple[int, int | None, n
 
 
 def _load(dataset: Path, compiled: Path) -> None:
-    global _DATA
+    global _DATA, _CLASSES
     recorded = load_dataset(dataset)
     _DATA = training_data(recorded, load_table(compiled, recorded.parameter_names))
+    _CLASSES = shape_classes(_DATA.shapes)
 
 
 def summary(values: np.ndarray) -> str:
@@ -97,7 +99,7 @@ def main() -> None:
     _load(args.dataset, args.compiled_resources)
     shapes = len(_DATA.shapes)
     folds = grouped_folds(_DATA.group, N_SPLITS)
-    classes = shape_classes(_DATA.shapes)
+    classes = _CLASSES
     counts = [len(train) if args.vary == "all" else int((classes[train] != "aligned").sum()) for train, _ in folds]
     sizes: list[int | None] = [size for size in SIZES[args.vary] if size < min(counts)] + [None]
     jobs = [(fold, size, args.vary) for size in sizes for fold in range(N_SPLITS)]
