@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -197,11 +197,14 @@ def efficiency_row(name: str, summary: dict[str, float]) -> dict[str, str]:
             "top-1 hit rate": f"{summary['top1_hit_rate']:.2f}", "top-5 hit rate": f"{summary['top5_hit_rate']:.2f}"}
 
 
-def fit_deployed(data: TrainingData, objectives: Sequence[str], metrics: dict[str, Any], threads: int) -> Predictor:
-    """The predictor trained on every shape: the objective (of `objectives`), tree size and iterations chosen on
-    inner splits of all of them, as in each fold; `metrics` (the cross-validation's summary) go into its header."""
+def fit_deployed(data: TrainingData, objectives: Sequence[str], metrics: dict[str, Any], threads: int,
+                 grid: Mapping[str, Sequence[Any]] = TUNING_GRID) -> Predictor:
+    """The predictor trained on every shape: the objective (of `objectives`), tree size and iterations (over `grid`)
+    chosen on inner splits of all of them, as in each fold; `metrics` (the cross-validation's summary) go into its
+    header."""
     with threadpool_limits(threads):  # one process: its fits and predictions take every worker's core
-        candidates = [select_ranker(data, np.arange(len(data.shapes)), objective) for objective in objectives]
+        candidates = [select_ranker(data, np.arange(len(data.shapes)), objective, grid=grid)
+                      for objective in objectives]
         settings, tuning = max(candidates, key=lambda c: max(t["inner_mean_efficiency"] for t in c[1]["tried"]))
         return fit_predictor(data, settings, out_of_fold_scores=tuning["out_of_fold_scores"], header={"metrics": {
             "protocol": f"GroupKFold({N_SPLITS}) by shape; objective ({', '.join(objectives)}), tree size and "

@@ -28,8 +28,9 @@ from tunebench.predict import (SELECTED, by_family, cross_validate, load_predict
                                summarize_efficiency, training_data)
 from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import best_of_top_k
-from tunebench.predict.model import FINAL_MODELS, OBJECTIVES
+from tunebench.predict.model import FINAL_MODELS, OBJECTIVES, TUNING_GRID
 from tunebench.predict.protocol import N_SPLITS
+from tunebench.predict.split import ALIGNMENT_SPLITS
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,6 +79,9 @@ def main() -> int:
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--objectives", nargs="+", choices=OBJECTIVES, default=list(OBJECTIVES))
     parser.add_argument("--workers", type=int, default=2, help="processes (each single-threaded)")
+    parser.add_argument("--alignment-split", nargs="+", choices=list(ALIGNMENT_SPLITS), default=["none"],
+                        help="first-stage models per group of alignment classes (`predict.split`); several: the "
+                             "inner splits choose per fold")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--deployed", type=Path, default=None,
                         help="also fit the predictor on every shape (as the benchmark does, with these objectives "
@@ -88,7 +92,8 @@ def main() -> int:
     dataset = load_dataset(args.dataset, kernel="matmul")
     data = training_data(dataset, load_table(COMPILED_RESOURCES, dataset.parameter_names))
     latency = data.latency_ms.reshape(len(data.shapes), -1)
-    cv = cross_validate(data, objectives=tuple(args.objectives), workers=args.workers)
+    grid = {**TUNING_GRID, "alignment_split": tuple(args.alignment_split)}
+    cv = cross_validate(data, objectives=tuple(args.objectives), workers=args.workers, grid=grid)
     table = per_shape(cv, latency)
     csv = args.out.with_name(args.out.stem + "_per_shape.csv")
     write_text_atomically(csv, table.to_csv(index=False))  # first: the tables below are made from it
@@ -103,7 +108,8 @@ def main() -> int:
     overall = pd.DataFrame(rows).drop(columns="top-5 hit rate")
     families = by_family(table.rename(columns={"selected_efficiency": "efficiency"}).assign(
         top1_hit=lambda frame: frame["efficiency"] == 1, top5_hit=np.nan))
-    chosen = pd.DataFrame([{"fold": o.fold, "objective": o.objective, "trees": o.settings.max_iter,
+    chosen = pd.DataFrame([{"fold": o.fold, "objective": o.objective, "alignment split": o.settings.alignment_split,
+                            "trees": o.settings.max_iter,
                             "portfolio": o.settings.portfolio_size or "all",
                             "correction (strength, k, class penalty, M scale, weighted)": ", ".join(
                                 str(value) for value in (o.correction or {}).values()) or "off",
@@ -132,7 +138,7 @@ def main() -> int:
         print("fitting the deployed predictor on every shape", flush=True)
         fit_started = time.perf_counter()
         summary = summarize_efficiency(per_shape_table(data.shapes, cv.scores(SELECTED), latency))
-        predictor = fit_deployed(data, args.objectives, summary, args.workers)
+        predictor = fit_deployed(data, args.objectives, summary, args.workers, grid)
         save_predictor(predictor, args.deployed)
         loaded = load_predictor(args.deployed, kernel=data.kernel, gpu=data.gpu)
         shapes = [tuple(int(v) for v in shape) for shape in data.shapes]
@@ -140,7 +146,8 @@ def main() -> int:
         text += (f"\n\nDeployed predictor: `{os.path.relpath(args.deployed, REPO)}`, fitted on all {len(shapes)} "
                  f"shapes in {time.perf_counter() - fit_started:.0f} s ({predictor.ranker.settings.objective}, "
                  f"{predictor.ranker.settings.max_iter} trees of {predictor.ranker.settings.max_leaf_nodes} leaves, "
-                 f"{predictor.ranker.settings.models} models, portfolio "
+                 f"{predictor.ranker.settings.models} models, alignment split "
+                 f"{predictor.ranker.settings.alignment_split}, portfolio "
                  f"{predictor.ranker.settings.portfolio_size or 'all'}; head {predictor.head.settings.max_leaf_nodes} "
                  f"leaves, with the neighbour evidence); reloaded, it picks as fitted on every shape.")
         write_text_atomically(args.out, text + "\n")

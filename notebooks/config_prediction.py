@@ -136,7 +136,7 @@ latency = data.latency_ms[rows].reshape(len(test), -1)
 
 
 def mean_efficiency(matrix: np.ndarray) -> float:
-    return float(shape_efficiency(predictor.forest.predict(matrix).reshape(latency.shape), latency).mean())
+    return float(shape_efficiency(predictor.compiled_scores(matrix).reshape(latency.shape), latency).mean())
 
 
 rng = np.random.default_rng(0)

@@ -471,7 +471,7 @@ def test_a_predictor_with_fewer_models_scores_with_its_first_ones(data, predicto
     shape = (300, 5000, 3000)
     rows = single.candidate_features.rows(shape, np.arange(len(data.candidates)))
     np.testing.assert_array_equal(single.model_scores(shape), predictor.ranker.models_[0].predict(rows))
-    assert len(single.forest.roots) == len(predictor.ranker.models_[0]._predictors)
+    assert len(single.forests[0].roots) == len(predictor.ranker.models_[0]._predictors)
     assert single.ranker.settings.models == 1
     with pytest.raises(ValueError, match="count must be from 1 to 2 \\(the models\\), got 3"):
         predictor.with_models(3)
@@ -547,7 +547,8 @@ def test_a_file_of_another_format_version_is_rejected(tmp_path, predictor):
     path = tmp_path / "model.predictor"
     save_predictor(predictor, path)
     _rewrite_header(path, lambda header: header.__setitem__("format_version", 2))
-    with pytest.raises(PredictorError, match="format_version 2 is not one this code reads \\(5, 6, 7\\): fit and save"):
+    with pytest.raises(PredictorError,
+                       match="format_version 2 is not one this code reads \\(5, 6, 7, 8\\): fit and save"):
         load_predictor(path)
 
 

@@ -4,8 +4,8 @@
 from the nearest training shapes' out-of-fold errors (`predict.neighbours`) and re-orders the top 10 with the pairwise
 head (`predict.head`); `Predictor.best_config` is the fast path: it scores a shortlist (the top configs of the
 corrected scores at the grid shapes around the query, `predict.shortlist`) with the same trees compiled to flat numpy
-arrays, every model's in one walk (`predict.forest`), because sklearn's predict pays about 10-20 us per tree per call
-whatever the number of rows.
+arrays, every model's in one walk (`predict.forest`; of a ranker split by alignment class, `predict.split`, only the
+query's group's trees), because sklearn's predict pays about 10-20 us per tree per call whatever the number of rows.
 `Predictor.timed_best_config` spends k measurements: it times the model's top k and keeps the fastest.
 """
 
@@ -34,15 +34,16 @@ from tunebench.predict.head import HEAD_SIZE, HeadLists, PairwiseHead, head_list
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, portfolio, restrict
 from tunebench.predict.neighbours import NeighbourCorrection, one_shape_coordinates, select_correction
 from tunebench.predict.shortlist import GridShortlist, build_shortlist, grid_axes
+from tunebench.predict.split import check_split, row_groups, shape_group
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
-# 7: the head reads neighbour evidence; 6: the ranker is a list of models, averaged; 5: the payload is
-# zlib-compressed; 4: the shortlist grid ranks the corrected scores, and the pairwise head; 3: with the neighbour
-# correction; 2: the shortlist is a grid of the model's own top lists
-FORMAT_VERSION = 7
-READABLE_VERSIONS = (5, 6, 7)  # a format-5 file holds one model: it loads as a ranker of one; a file before 7 has a
-# head without neighbour evidence
+# 8: the ranker may be split by alignment class; 7: the head reads neighbour evidence; 6: the ranker is a list of
+# models, averaged; 5: the payload is zlib-compressed; 4: the shortlist grid ranks the corrected scores, and the
+# pairwise head; 3: with the neighbour correction; 2: the shortlist is a grid of the model's own top lists
+FORMAT_VERSION = 8
+READABLE_VERSIONS = (5, 6, 7, 8)  # a format-5 file holds one model: it loads as a ranker of one; a file before 7 has
+# a head without neighbour evidence; a file before 8 has no alignment split
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
 # keeping the fastest scored 99.22 % mean efficiency when re-timed side by side (results/config_prediction/retime.md).
 TIMED_TOP_K = 10
@@ -93,7 +94,7 @@ class Predictor:
         self.evidence = evidence
         self.header = dict(header or {})
         self.threads = check_threads(threads)
-        self.forest = CompiledForest(*ranker.models_)
+        self.forests = compiled_forests(ranker)
         self.candidate_features = CandidateFeatures(self.candidates, space, dtype, resources, hardware)
         self.feature_names = feature_names(space)
 
@@ -123,6 +124,19 @@ class Predictor:
         if self.evidence is not None:
             rows = np.concatenate([rows, self.evidence.for_coordinates(coordinates, candidates)], axis=-1)
         return self.head.wins(rows[None], scores[None])[0]
+
+    def compiled_scores(self, matrix: np.ndarray) -> np.ndarray:
+        """The model's scores of feature rows of any shapes by the compiled trees (sklearn's to rounding), each row
+        by its alignment group's forest."""
+        if len(self.forests) == 1:
+            return self.forests[0].predict(matrix, self.threads)
+        groups = row_groups(self.ranker.settings.alignment_split, matrix)
+        scores = np.empty(len(matrix))
+        for index, forest in enumerate(self.forests):
+            rows = np.flatnonzero(groups == index)
+            if len(rows):
+                scores[rows] = forest.predict(matrix[rows], self.threads)
+        return scores
 
     def config(self, index: int) -> dict[str, int]:
         return dict(zip(self.space.names, (int(value) for value in self.candidates[index])))
@@ -175,7 +189,7 @@ class Predictor:
         shape = checked_shape(shape)
         shortlist = self.shortlist.for_shape(shape)
         matrix = self._features(shape, dtype, shortlist)
-        scores = self.forest.predict(matrix, self.threads)
+        scores = self.forests[shape_group(self.ranker.settings.alignment_split, shape)].predict(matrix, self.threads)
         coordinates = one_shape_coordinates(shape)  # the correction's and the evidence's query
         if self.correction is not None:
             scores = scores + self.correction.for_coordinates(coordinates, shortlist)
@@ -204,6 +218,15 @@ class Predictor:
             raise RuntimeError(f"none of the model's top {k} configs ran for shape {shape} ({failures})")
         fastest = min(ran, key=lambda result: result.objective)
         return TimedPick(dict(fastest.config), float(fastest.latency_ms), results)
+
+
+def compiled_forests(ranker: ConfigRanker) -> list[CompiledForest]:
+    """Per group of the ranker's alignment split (one group without a split), every member's trees of that group
+    compiled into one forest: a query walks only its own group's."""
+    if ranker.settings.alignment_split == "none":
+        return [CompiledForest(*ranker.models_)]
+    groups = len(check_split(ranker.settings.alignment_split))
+    return [CompiledForest(*(member.models[index] for member in ranker.models_)) for index in range(groups)]
 
 
 def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: np.ndarray | None = None,

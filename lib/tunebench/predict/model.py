@@ -1,8 +1,8 @@
 """Models that rank a fixed set of candidate configs for a GEMM shape, trained on recorded datasets.
 
 `training_data` turns a Dataset into features and targets; `ConfigRanker` is a gradient-boosted model with one of
-two objectives (throughput regression, or per-shape relative speed); `select_ranker` tunes it on an inner grouped
-split of the training shapes only.
+two objectives (throughput regression, or per-shape relative speed), optionally one per group of alignment classes
+(`predict.split`); `select_ranker` tunes it on an inner grouped split of the training shapes only.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from tunebench.measure.result import Status
 from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.evaluation import shape_efficiency
 from tunebench.predict.features import Hardware, feature_names, features
+from tunebench.predict.split import SplitModel, check_split, row_groups
 from tunebench.space import Space
 
 OBJECTIVES = ("throughput", "relative")
@@ -142,6 +143,9 @@ class RankerSettings:
         0: among every candidate.
     models: regressors fitted and averaged; member i is seeded with random_state + i (its own subsample of slow rows
         and its own binning).
+    alignment_split: a name in `split.ALIGNMENT_SPLITS`: "none", one regressor per member over every row; "aligned"
+        (aligned, unaligned) or "class" (aligned, hinted, odd), one regressor per group per member, each fitted on its
+        group's rows with these settings.
     """
 
     objective: str = "relative"
@@ -157,6 +161,7 @@ class RankerSettings:
     subsample_below: float = SUBSAMPLE_BELOW
     subsample_keep: float = SUBSAMPLE_KEEP
     models: int = 1
+    alignment_split: str = "none"
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -167,6 +172,7 @@ class RankerSettings:
             raise ValueError(f"portfolio_size must be >= 0 (0: every candidate), got {self.portfolio_size}")
         if isinstance(self.models, bool) or not isinstance(self.models, int) or self.models < 1:
             raise ValueError(f"models must be an integer >= 1, got {self.models!r}")
+        check_split(self.alignment_split)
 
 
 def portfolio(data: TrainingData, shape_indices: np.ndarray, size: int) -> np.ndarray:
@@ -226,19 +232,36 @@ class ConfigRanker:
         return rows[kept], target[kept], weight[kept]
 
     def fit(self, data: TrainingData, rows: np.ndarray | None = None) -> ConfigRanker:
-        """Fit `settings.models` regressors on `rows` (every row by default), each on its own seeded subsample."""
+        """Fit `settings.models` members on `rows` (every row by default), each on its own seeded subsample; with an
+        alignment split, a member is a `SplitModel` of one regressor per group, each fitted on its group's rows."""
         rows = np.arange(len(data.latency_ms)) if rows is None else rows
-        settings = self.settings
+        split = self.settings.alignment_split
+        every_group = None if split == "none" else row_groups(split, data.features)  # column views: no copy
         self.models_ = []
-        for member in range(settings.models):
+        for member in range(self.settings.models):
             kept, target, weight = self.training_rows(data, rows, member)
-            model = HistGradientBoostingRegressor(
-                max_iter=settings.max_iter, learning_rate=settings.learning_rate,
-                max_leaf_nodes=settings.max_leaf_nodes, max_depth=settings.max_depth,
-                min_samples_leaf=settings.min_samples_leaf, l2_regularization=settings.l2_regularization,
-                early_stopping=False, random_state=settings.random_state + member)
-            self.models_.append(model.fit(data.features[kept], target, sample_weight=weight))
+            if split == "none":
+                self.models_.append(self._regressor(member).fit(data.features[kept], target, sample_weight=weight))
+                continue
+            groups = every_group[kept]
+            regressors = []
+            for index, names in enumerate(check_split(split)):
+                chosen = groups == index
+                if not chosen.any():
+                    raise ValueError(f"alignment_split {split!r}: the training rows have no shape of the group "
+                                     f"{'/'.join(names)}; fit with alignment_split='none' or add such shapes")
+                regressors.append(self._regressor(member).fit(data.features[kept[chosen]], target[chosen],
+                                                              sample_weight=weight[chosen]))
+            self.models_.append(SplitModel(split, regressors))
         return self
+
+    def _regressor(self, member: int) -> HistGradientBoostingRegressor:
+        settings = self.settings
+        return HistGradientBoostingRegressor(
+            max_iter=settings.max_iter, learning_rate=settings.learning_rate, max_leaf_nodes=settings.max_leaf_nodes,
+            max_depth=settings.max_depth, min_samples_leaf=settings.min_samples_leaf,
+            l2_regularization=settings.l2_regularization, early_stopping=False,
+            random_state=settings.random_state + member)
 
     def score(self, matrix: np.ndarray, members: int | None = None) -> np.ndarray:
         """The mean of the first `members` models' predictions (all by default)."""

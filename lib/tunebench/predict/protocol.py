@@ -8,7 +8,7 @@ import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from tunebench.predict.dispatch import Predictor, fit_predictor
 from tunebench.predict.evaluation import grouped_folds
-from tunebench.predict.model import OBJECTIVES, RankerSettings, TrainingData, restrict, select_ranker
+from tunebench.predict.model import OBJECTIVES, TUNING_GRID, RankerSettings, TrainingData, restrict, select_ranker
 
 N_SPLITS = 5
 DISPATCH_REPEATS = 21  # calls of best_config per held-out shape; the median is its latency
@@ -98,12 +98,12 @@ def _shape(data: TrainingData, index: int) -> tuple[int, int, int]:
 
 
 def score_fold(data: TrainingData, fold: int, train: np.ndarray, test: np.ndarray, objective: str,
-               seed: int = 0) -> FoldOutcome:
-    """Tune on inner splits of `train` (the ranker, then the neighbour correction and the head on the inner splits'
-    out-of-fold scores), fit on all of `train`, and score every shape of `test`."""
+               seed: int = 0, grid: Mapping[str, Sequence[Any]] = TUNING_GRID) -> FoldOutcome:
+    """Tune on inner splits of `train` (the ranker over `grid`, then the neighbour correction and the head on the
+    inner splits' out-of-fold scores), fit on all of `train`, and score every shape of `test`."""
     started = time.perf_counter()
     with threadpool_limits(1):
-        settings, tuning = select_ranker(data, train, objective, seed=seed + fold)
+        settings, tuning = select_ranker(data, train, objective, seed=seed + fold, grid=grid)
         predictor = fit_predictor(data, settings, train, shortlist_shapes=data.shapes[test],
                                   out_of_fold_scores=tuning["out_of_fold_scores"])
     fit_s = time.perf_counter() - started
@@ -148,12 +148,14 @@ def dispatch_latency_ms(predictor: Predictor, shape: Sequence[int], repeats: int
 
 
 def cross_validate(data: TrainingData, objectives: Sequence[str] = OBJECTIVES, n_splits: int = N_SPLITS,
-                   seed: int = 0, workers: int = 1, progress: bool = True) -> CrossValidation:
-    """Every objective on every outer fold (in `workers` processes, one thread each; a progress bar counts the
-    finished fits unless `progress` is False), plus SELECTED: per fold, the objective whose tuned settings scored the
+                   seed: int = 0, workers: int = 1, progress: bool = True,
+                   grid: Mapping[str, Sequence[Any]] = TUNING_GRID) -> CrossValidation:
+    """Every objective on every outer fold, tuned over `grid` (`select_ranker`'s) on the fold's inner splits (in
+    `workers` processes, one thread each; a progress bar counts the finished fits unless `progress` is False), plus
+    SELECTED: per fold, the objective whose tuned settings scored the
     higher mean efficiency on the inner validation shapes."""
     folds = grouped_folds(data.group, n_splits)
-    jobs = [(data, fold, train, test, objective, seed) for objective in objectives
+    jobs = [(data, fold, train, test, objective, seed, grid) for objective in objectives
             for fold, (train, test) in enumerate(folds)]
     bar = {"total": len(jobs), "desc": "outer folds x objectives", "unit": "fit", "disable": not progress}
     if workers > 1:
