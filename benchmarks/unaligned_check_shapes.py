@@ -12,7 +12,7 @@ from model_projection_shapes import COUNT as MODEL_PROJECTION_COUNT, narrow_hint
 from odd_shapes import SIZES
 
 SEED = 2040
-COUNT = 192  # 96 per check: the first check (stop 37) measured the first 96, the second (stop 38) the next 96
+COUNT = 192  # 96 per check: the first check (stop 37) measured the first 96, the second (stops 38-39) the next 96
 BATCH = 16
 # (N, K), cycled: every pair of the three classes (aligned, hinted: an odd multiple of 2, 4 or 8, odd) but
 # (aligned, aligned), the hinted and odd classes scoring 1.5 points under the aligned one in stop 36's cross-validation
