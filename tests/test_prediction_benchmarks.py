@@ -18,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # t
 import config_prediction_cv  # noqa: E402
 import config_prediction_learning_curve  # noqa: E402
 import head_ablation  # noqa: E402
+import twin_floor  # noqa: E402
+import twin_noise  # noqa: E402
 
 
 def test_the_head_ablations_deployed_variant_is_the_deployed_head(tmp_path, data):  # noqa: F811
@@ -102,3 +104,36 @@ def test_the_unaligned_learning_curve_keeps_every_aligned_shape_and_draws_the_ot
     assert {0, 3} < set(two.tolist()) and len(two) == 4 and two.tolist() == sorted(two.tolist())
     np.testing.assert_array_equal(two, draw(train, classes, 0, 2, "unaligned"))  # seeded
     assert len(draw(train, classes, 0, 3, "all")) == 3
+
+
+def test_the_twin_floor_compares_the_twin_and_the_predictors_on_the_shapes_both_tables_hold():
+    floor = pd.DataFrame({"M": [1, 2, 300], "N": [64, 64, 64], "K": [32, 32, 32], "twin_efficiency": [0.9, 1.0, 0.8]})
+    per_shape = pd.DataFrame({"M": [1, 2, 5], "N": [64, 64, 64], "K": [32, 32, 32], "family": ["M < 8"] * 3,
+                              "alignment": ["aligned", "odd", "odd"], "dispatcher_efficiency": [1.0, 0.5, 0.7],
+                              "top10_timed_efficiency": [1.0, 1.0, 1.0]})
+    overall = twin_floor.comparison(floor, per_shape, None)
+    assert overall[["shapes", "count"]].values.tolist() == [["all", 2]]
+    assert overall["the twin (the best's own kernel, timed again)"].item() == "95.00 / 91.00 / 90.00 %"
+    assert overall["`best_config`"].item() == "75.00 / 55.00 / 50.00 %"
+    by_class = twin_floor.comparison(floor, per_shape, "alignment")
+    assert by_class[["shapes", "count"]].values.tolist() == [["aligned", 1], ["odd", 1]]
+
+
+def test_the_twin_noise_summary_pools_rounds_and_flags_a_pair_that_differs_in_every_round(tmp_path):
+    rows = []
+    jitter = np.random.default_rng(0)
+    for pair in range(4):
+        for round_index in range(6):
+            for group_m in (1, 8):
+                slower = 1.10 if pair == 0 and group_m == 8 else 1.0  # pair 0 is no pair of equals
+                rows.append({"policy": "default", "round": round_index, "M": 4, "N": 4096, "K": 4096, "pair": pair,
+                             "BLOCK_M": 16, "BLOCK_N": 64, "GROUP_M": group_m, "status": "ok",
+                             "latency_ms": 0.02 * slower * (1 + 0.001 * jitter.standard_normal()), "repeats": 30,
+                             "gpu": "stand-in"})
+    out = tmp_path / "twin_noise.csv"
+    pd.DataFrame(rows).to_csv(out, index=False)
+    text = twin_noise.summarize(out, "command")
+    row = next(line for line in text.splitlines() if line.startswith("| default"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[:4] == ["default", "30", "4", "6"]
+    assert cells[-1] == "1 of 4"

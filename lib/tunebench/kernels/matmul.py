@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -598,6 +599,16 @@ relative_error = numerics.relative_error  # ||output - expected|| / ||expected||
 def grid(config: Mapping[str, Any], shape: tuple[int, int, int]) -> tuple[int, int]:
     m, n, _ = shape
     return triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]), config["SPLIT_K"]
+
+
+def launch_group_m(config: Mapping[str, Any], shape: Sequence[Any]) -> Any:
+    """The GROUP_M that describes the order in which the config's programs visit the output tiles of the shape: 1
+    (row-major) where the grid has one tile row or one tile column, since every GROUP_M gives that order there, and
+    otherwise GROUP_M capped at the tile rows, since every larger value gives column-major order. Configs that differ
+    only in GROUP_M and agree here launch the same tiles in the same order. Element-wise on arrays or columns."""
+    rows = -(-shape[0] // config["BLOCK_M"])
+    columns = -(-shape[1] // config["BLOCK_N"])
+    return np.where((rows == 1) | (columns == 1), 1, np.minimum(config["GROUP_M"], rows))
 
 
 def alignment(*values: int) -> int:
