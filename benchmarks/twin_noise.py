@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,8 @@ import pandas as pd
 from config_prediction import DATASET
 from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import load_dataset
+from tunebench.measure.rounds import time_in_rounds
+from tunebench.measure.timing import TimingPolicy
 from tunebench.predict.model import common_candidates
 from tunebench.predict.twins import twin_pairs
 from tunebench.tables import markdown_table
@@ -54,35 +55,6 @@ def plan(dataset_path: Path) -> pd.DataFrame:
     sides = [picked[[*SHAPE, "pair", *other, f"GROUP_M_{side}"]].rename(columns={f"GROUP_M_{side}": "GROUP_M"})
              for side in ("a", "b")]
     return pd.concat(sides).sort_values([*SHAPE, "pair", "GROUP_M"]).reset_index(drop=True)[[*SHAPE, "pair", *names]]
-
-
-def measure(out: Path, configs: pd.DataFrame, seed: int) -> None:
-    """Time the plan's configs in ROUNDS shuffled rounds per policy, appending each finished round to `out`."""
-    from tunebench.measure.live import GpuBench
-    from tunebench.measure.timing import TimingPolicy
-
-    done = pd.read_csv(out) if out.exists() else pd.DataFrame(columns=["policy", "round"])
-    names = [column for column in configs.columns if column not in (*SHAPE, "pair")]
-    rng = np.random.default_rng(seed)
-    for policy_name, policy in (("default", TimingPolicy()), ("long", TimingPolicy(**LONG_POLICY))):
-        with GpuBench("matmul", "bfloat16", timing=policy, seed=seed) as bench:
-            gpu = bench.provenance()["gpu_name"]
-            for round_index in range(ROUNDS):
-                order = [rng.permutation(len(group)) for _, group in configs.groupby(SHAPE, sort=False)]
-                if ((done["policy"] == policy_name) & (done["round"] == round_index)).any():
-                    continue  # the draws above still happen, so a resumed run times the same orders
-                started, rows = time.perf_counter(), []
-                for (shape, group), permutation in zip(configs.groupby(SHAPE, sort=False), order):
-                    group = group.iloc[permutation]
-                    results = bench.measure(group[names].to_dict("records"), tuple(int(v) for v in shape))
-                    for (_, row), result in zip(group.iterrows(), results):
-                        rows.append({"policy": policy_name, "round": round_index, **row.to_dict(),
-                                     "status": result.status.value, "latency_ms": result.latency_ms,
-                                     "repeats": len(result.repeats_ms), "gpu": gpu})
-                done = pd.concat([done, pd.DataFrame(rows)], ignore_index=True)
-                write_text_atomically(out, done.to_csv(index=False))
-                print(f"{policy_name} round {round_index}: {len(rows)} timings in "
-                      f"{time.perf_counter() - started:.0f} s", flush=True)
 
 
 def apart(first: pd.Series, second: pd.Series) -> pd.Series:
@@ -149,7 +121,10 @@ def main() -> int:
     elif args.plan is None:
         parser.error("--plan is required to time (write one with --write-plan)")
     else:
-        measure(args.out, pd.read_csv(args.plan), args.seed)
+        configs = pd.read_csv(args.plan)
+        names = [column for column in configs.columns if column not in (*SHAPE, "pair")]
+        policies = {"default": TimingPolicy(), "long": TimingPolicy(**LONG_POLICY)}
+        time_in_rounds(args.out, configs, SHAPE, names, policies, ROUNDS, args.seed)
     return 0
 
 

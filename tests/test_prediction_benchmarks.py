@@ -18,8 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # t
 import config_prediction_cv  # noqa: E402
 import config_prediction_learning_curve  # noqa: E402
 import head_ablation  # noqa: E402
+import stand_in_bench  # noqa: E402
 import twin_floor  # noqa: E402
 import twin_noise  # noqa: E402
+import sitting_ceiling  # noqa: E402
 
 
 def test_the_head_ablations_deployed_variant_is_the_deployed_head(tmp_path, data):  # noqa: F811
@@ -137,3 +139,55 @@ def test_the_twin_noise_summary_pools_rounds_and_flags_a_pair_that_differs_in_ev
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[:4] == ["default", "30", "4", "6"]
     assert cells[-1] == "1 of 4"
+
+
+def test_the_sitting_ceiling_judges_the_rounds_fastest_by_the_recording_and_the_recorded_best_by_the_rounds():
+    rows = []
+    # recorded: rank 0 at 1.00, rank 1 at 1.02; the rounds find rank 1 faster (medians 0.99 against 1.10)
+    for round_index, (first, second) in enumerate([(1.10, 0.99), (1.09, 0.98), (1.12, 1.00)]):
+        for rank, recorded, latency in ((0, 1.00, first), (1, 1.02, second)):
+            rows.append({"policy": "default", "round": round_index, "M": 1, "N": 4096, "K": 4096,
+                         "recorded_rank": rank, "recorded_ms": recorded, "status": "ok", "latency_ms": latency})
+    table = sitting_ceiling.per_shape(pd.DataFrame(rows))
+    row = table.iloc[0]
+    assert row["rounds_best_by_recording"] == pytest.approx(1.00 / 1.02)
+    assert row["recorded_best_by_rounds"] == pytest.approx(0.99 / 1.10)
+    assert not row["recorded_best_stays_best"] and row["rounds_best_recorded_rank"] == 1
+    assert (row["family"], row["alignment"]) == ("M < 8", "aligned")
+
+
+def test_timing_in_rounds_refuses_no_rounds_and_a_plan_without_the_columns(tmp_path):
+    from tunebench.measure.rounds import time_in_rounds
+    from tunebench.measure.timing import TimingPolicy
+
+    plan = pd.DataFrame({"M": [1], "N": [64], "K": [64], "BLOCK_M": [16]})
+    with pytest.raises(ValueError, match="rounds=0"):
+        time_in_rounds(tmp_path / "t.csv", plan, ["M", "N", "K"], ["BLOCK_M"], {"default": TimingPolicy()}, 0, 0)
+    with pytest.raises(ValueError, match="BLOCK_N"):
+        time_in_rounds(tmp_path / "t.csv", plan, ["M", "N", "K"], ["BLOCK_M", "BLOCK_N"], {"default": TimingPolicy()},
+                       1, 0)
+
+
+class RoundsBench(stand_in_bench.StandInBench):
+    def latency_ms(self, config, shape):
+        return config["BLOCK_M"] * 0.001 + shape[0] * 0.1
+
+
+def test_timing_in_rounds_appends_each_round_and_a_rerun_times_only_the_missing_ones(tmp_path, monkeypatch):
+    from tunebench.measure import live
+    from tunebench.measure.rounds import time_in_rounds
+    from tunebench.measure.timing import TimingPolicy
+
+    monkeypatch.setattr(live, "GpuBench", RoundsBench)
+    plan = pd.DataFrame({"M": [1, 1, 2, 2], "N": [64] * 4, "K": [64] * 4, "BLOCK_M": [16, 32, 16, 32],
+                         "tag": ["a", "b", "c", "d"]})
+    out = tmp_path / "rounds.csv"
+    args = (plan, ["M", "N", "K"], ["BLOCK_M"], {"default": TimingPolicy()})
+    first = time_in_rounds(out, *args, 2, 7)
+    assert len(first) == 8 and sorted(first["round"].unique()) == [0, 1]
+    assert (first["latency_ms"] == first["BLOCK_M"] * 0.001 + first["M"] * 0.1).all()
+    assert set(first["tag"]) == {"a", "b", "c", "d"} and (first["gpu"] == "stand-in").all()
+    resumed = time_in_rounds(out, *args, 3, 7)
+    assert len(resumed) == 12 and (pd.read_csv(out)["round"] == 2).sum() == 4
+    fresh = time_in_rounds(tmp_path / "fresh.csv", *args, 3, 7)
+    assert resumed["tag"].tolist() == fresh["tag"].tolist()  # the same shuffled orders

@@ -1,0 +1,55 @@
+"""Timing the same configs again in rounds: every round times each shape's configs once, in a seeded shuffled order,
+so that a config's median over rounds averages out what changes between timings; a killed run resumes by round.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tunebench.files import write_text_atomically
+from tunebench.measure.timing import TimingPolicy
+
+
+def time_in_rounds(out: Path, plan: pd.DataFrame, shape_names: Sequence[str], config_names: Sequence[str],
+                   policies: Mapping[str, TimingPolicy], rounds: int, seed: int, kernel: str = "matmul",
+                   dtype: str = "bfloat16") -> pd.DataFrame:
+    """Time `plan`'s rows (a shape and a config each, plus any other columns, which are kept) in `rounds` rounds
+    under each named policy, appending each finished round to the CSV `out` (policy, round, the plan's columns,
+    status, latency_ms, repeats, gpu) and skipping the rounds it already holds. Every round's shuffles are drawn
+    in order whether or not the round is skipped, so a resumed run times the same orders. Returns every row."""
+    from tunebench.measure.live import GpuBench
+
+    if rounds < 1:
+        raise ValueError(f"rounds={rounds!r}: time each config at least once")
+    missing = [name for name in [*shape_names, *config_names] if name not in plan.columns]
+    if missing:
+        raise ValueError(f"the plan lacks the columns {missing}")
+    done = pd.read_csv(out) if out.exists() else pd.DataFrame(columns=["policy", "round"])
+    rng = np.random.default_rng(seed)
+    groups = list(plan.groupby(list(shape_names), sort=False))
+    for policy_name, policy in policies.items():
+        with GpuBench(kernel, dtype, timing=policy, seed=seed) as bench:
+            gpu = bench.provenance()["gpu_name"]
+            for round_index in range(rounds):
+                order = [rng.permutation(len(group)) for _, group in groups]
+                if ((done["policy"] == policy_name) & (done["round"] == round_index)).any():
+                    continue
+                started, rows = time.perf_counter(), []
+                for (shape, group), permutation in zip(groups, order):
+                    group = group.iloc[permutation]
+                    results = bench.measure(group[list(config_names)].to_dict("records"),
+                                            tuple(int(value) for value in shape))
+                    for (_, row), result in zip(group.iterrows(), results):
+                        rows.append({"policy": policy_name, "round": round_index, **row.to_dict(),
+                                     "status": result.status.value, "latency_ms": result.latency_ms,
+                                     "repeats": len(result.repeats_ms), "gpu": gpu})
+                done = pd.concat([done, pd.DataFrame(rows)], ignore_index=True)
+                write_text_atomically(out, done.to_csv(index=False))
+                print(f"{policy_name} round {round_index + 1} of {rounds}: {len(rows)} timings in "
+                      f"{time.perf_counter() - started:.0f} s", flush=True)
+    return done
