@@ -11,18 +11,15 @@ results/config_prediction/sitting_ceiling_h200.csv`, which writes the tables bes
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from config_prediction import TRANSFER_DATASET
-from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import load_dataset
-from tunebench.measure.rounds import time_in_rounds
+from tunebench.measure.rounds import rounds_command, time_in_rounds
 from tunebench.measure.timing import TimingPolicy
 from tunebench.predict.evaluation import alignment, family
 from tunebench.predict.model import common_candidates
@@ -92,31 +89,14 @@ def summarize(out: Path, command: str) -> str:
     ]) + "\n"
 
 
+def time_plan(out: Path, configs: pd.DataFrame, seed: int) -> None:
+    """Time the plan's configs in ROUNDS rounds under the default policy."""
+    names = [column for column in configs.columns if column not in (*SHAPE, *PLAN_EXTRA)]
+    time_in_rounds(out, configs, SHAPE, names, {"default": TimingPolicy()}, ROUNDS, seed)
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, help="the timings' CSV (resumed when it exists)")
-    parser.add_argument("--dataset", type=Path, default=TRANSFER_DATASET, help="recorded dataset to re-time")
-    parser.add_argument("--write-plan", type=Path, help="write the configs to time here (no GPU)")
-    parser.add_argument("--plan", type=Path, help="the configs to time, as --write-plan wrote them")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--summarize", action="store_true", help="write the summary of --out beside it (no GPU)")
-    args = parser.parse_args()
-    if args.write_plan:
-        write_text_atomically(args.write_plan, plan(args.dataset).to_csv(index=False))
-    elif args.out is None:
-        parser.error("--out is required to time or to summarize")
-    elif args.summarize:
-        command = " ".join([".venv/bin/python", os.path.relpath(os.path.abspath(sys.argv[0]), REPO), *sys.argv[1:]])
-        text = summarize(args.out.resolve(), command)
-        write_text_atomically(args.out.with_suffix(".md"), text)
-        print(text)
-    elif args.plan is None:
-        parser.error("--plan is required to time (write one with --write-plan)")
-    else:
-        configs = pd.read_csv(args.plan)
-        names = [column for column in configs.columns if column not in (*SHAPE, *PLAN_EXTRA)]
-        time_in_rounds(args.out, configs, SHAPE, names, {"default": TimingPolicy()}, ROUNDS, args.seed)
-    return 0
+    return rounds_command(__doc__.splitlines()[0], REPO, TRANSFER_DATASET, plan, time_plan, summarize)
 
 
 if __name__ == "__main__":

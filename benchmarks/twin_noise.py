@@ -10,18 +10,15 @@ results/config_prediction/twin_noise.csv`. Then anywhere: `.venv/bin/python benc
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from config_prediction import DATASET
-from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import load_dataset
-from tunebench.measure.rounds import time_in_rounds
+from tunebench.measure.rounds import rounds_command, time_in_rounds
 from tunebench.measure.timing import TimingPolicy
 from tunebench.predict.model import common_candidates
 from tunebench.predict.twins import twin_pairs
@@ -100,32 +97,15 @@ def summarize(out: Path, command: str) -> str:
     ]) + "\n"
 
 
+def time_plan(out: Path, configs: pd.DataFrame, seed: int) -> None:
+    """Time the plan's pairs in ROUNDS rounds under the default policy, then under LONG_POLICY."""
+    names = [column for column in configs.columns if column not in (*SHAPE, "pair")]
+    policies = {"default": TimingPolicy(), "long": TimingPolicy(**LONG_POLICY)}
+    time_in_rounds(out, configs, SHAPE, names, policies, ROUNDS, seed)
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, help="the timings' CSV (resumed when it exists)")
-    parser.add_argument("--dataset", type=Path, default=DATASET, help="recorded dataset the pairs are chosen from")
-    parser.add_argument("--write-plan", type=Path, help="write the pairs to time here (no GPU)")
-    parser.add_argument("--plan", type=Path, help="the pairs to time, as --write-plan wrote them")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--summarize", action="store_true", help="write the summary of --out beside it (no GPU)")
-    args = parser.parse_args()
-    if args.write_plan:
-        write_text_atomically(args.write_plan, plan(args.dataset).to_csv(index=False))
-    elif args.out is None:
-        parser.error("--out is required to time or to summarize")
-    elif args.summarize:
-        command = " ".join([".venv/bin/python", os.path.relpath(os.path.abspath(sys.argv[0]), REPO), *sys.argv[1:]])
-        text = summarize(args.out.resolve(), command)
-        write_text_atomically(args.out.with_suffix(".md"), text)
-        print(text)
-    elif args.plan is None:
-        parser.error("--plan is required to time (write one with --write-plan)")
-    else:
-        configs = pd.read_csv(args.plan)
-        names = [column for column in configs.columns if column not in (*SHAPE, "pair")]
-        policies = {"default": TimingPolicy(), "long": TimingPolicy(**LONG_POLICY)}
-        time_in_rounds(args.out, configs, SHAPE, names, policies, ROUNDS, args.seed)
-    return 0
+    return rounds_command(__doc__.splitlines()[0], REPO, DATASET, plan, time_plan, summarize)
 
 
 if __name__ == "__main__":

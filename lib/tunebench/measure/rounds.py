@@ -1,12 +1,16 @@
 """Timing the same configs again in rounds: every round times each shape's configs once, in a seeded shuffled order,
 so that a config's median over rounds averages out what changes between timings; a killed run resumes by round.
+Also the command line the re-timing scripts share.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import sys
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -53,3 +57,35 @@ def time_in_rounds(out: Path, plan: pd.DataFrame, shape_names: Sequence[str], co
                 print(f"{policy_name} round {round_index + 1} of {rounds}: {len(rows)} timings in "
                       f"{time.perf_counter() - started:.0f} s", flush=True)
     return done
+
+
+def rounds_command(description: str, repo: Path, default_dataset: Path, write_plan: Callable[[Path], pd.DataFrame],
+                   time_plan: Callable[[Path, pd.DataFrame, int], object], summarize: Callable[[Path, str], str],
+                   argv: Sequence[str] | None = None) -> int:
+    """The command line of a re-timing script: `--write-plan PATH` writes what to time, from --dataset (no GPU);
+    `--plan PATH --out CSV` times it (on the GPU, resuming CSV); `--summarize --out CSV` writes CSV's summary
+    beside it as `.md` (no GPU), its command line in it."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, help="the timings' CSV (resumed when it exists)")
+    parser.add_argument("--dataset", type=Path, default=default_dataset,
+                        help="the recorded dataset the plan is drawn from")
+    parser.add_argument("--write-plan", type=Path, help="write the configs to time here (no GPU)")
+    parser.add_argument("--plan", type=Path, help="the configs to time, as --write-plan wrote them")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--summarize", action="store_true", help="write the summary of --out beside it (no GPU)")
+    args = parser.parse_args(argv)
+    if args.write_plan:
+        write_text_atomically(args.write_plan, write_plan(args.dataset).to_csv(index=False))
+    elif args.out is None:
+        parser.error("--out is required to time or to summarize")
+    elif args.summarize:
+        script = os.path.relpath(os.path.abspath(sys.argv[0]), repo)
+        command = " ".join([".venv/bin/python", script, *(sys.argv[1:] if argv is None else argv)])
+        text = summarize(args.out.resolve(), command)
+        write_text_atomically(args.out.with_suffix(".md"), text)
+        print(text)
+    elif args.plan is None:
+        parser.error("--plan is required to time (write one with --write-plan)")
+    else:
+        time_plan(args.out, pd.read_csv(args.plan), args.seed)
+    return 0
