@@ -191,6 +191,11 @@ def percent(value: float) -> str:
     return f"{100 * value:.2f} %"
 
 
+def mean_p10_min(values: pd.Series) -> str:
+    """Efficiencies' mean / P10 / min, in percent."""
+    return f"{100 * values.mean():.2f} / {100 * np.percentile(values, 10):.2f} / {100 * values.min():.2f} %"
+
+
 def efficiency_row(name: str, summary: dict[str, float]) -> dict[str, str]:
     return {"predictor": name, "mean": percent(summary["mean"]), "P10": percent(summary["p10"]),
             "min": percent(summary["min"]), "median": percent(summary["median"]),

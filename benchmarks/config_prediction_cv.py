@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from config_prediction import COMPILED_RESOURCES, DATASET, efficiency_row, fit_deployed, one_hot, percent
+from config_prediction import (COMPILED_RESOURCES, DATASET, efficiency_row, fit_deployed, mean_p10_min, one_hot,
+                               percent)
 from model_projection_shapes import narrow_hinted_draw_end
 from unaligned_check_shapes import model_projection_draw_end
 from tunebench.files import write_text_atomically
@@ -67,9 +68,7 @@ def class_table(table: pd.DataFrame) -> pd.DataFrame:
     for label, members in (group for group in groups if len(group[1])):
         row = {"shapes": label}
         for column, name in PIPELINE_ROWS[:4]:
-            values = members[f"{column}_efficiency"]
-            row[name] = (f"{100 * values.mean():.2f} / {100 * np.percentile(values, 10):.2f} / "
-                         f"{100 * values.min():.2f} %")
+            row[name] = mean_p10_min(members[f"{column}_efficiency"])
         rows.append(row)
     return pd.DataFrame(rows)
 

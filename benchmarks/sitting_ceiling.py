@@ -14,10 +14,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from config_prediction import TRANSFER_DATASET
+from config_prediction import TRANSFER_DATASET, mean_p10_min
 from tunebench.measure.dataset import load_dataset
 from tunebench.measure.rounds import rounds_command, time_in_rounds
 from tunebench.measure.timing import TimingPolicy
@@ -62,18 +61,14 @@ def per_shape(timings: pd.DataFrame) -> pd.DataFrame:
                         alignment=[alignment(n, k) for n, k in zip(table["N"], table["K"])])
 
 
-def summary(values: pd.Series) -> str:
-    return f"{100 * values.mean():.2f} / {100 * np.percentile(values, 10):.2f} / {100 * values.min():.2f} %"
-
-
 def summarize(out: Path, command: str) -> str:
     timings = pd.read_csv(out)
     table = per_shape(timings)
     groups = [("all", table), *table.groupby("alignment", sort=False), *table.groupby("family", sort=True)]
     lines = [{"shapes": name, "count": len(part),
               "the rounds' fastest, judged by the recorded sitting (a right pick's credit)":
-                  summary(part["rounds_best_by_recording"]),
-              "the recorded best, judged by the rounds": summary(part["recorded_best_by_rounds"]),
+                  mean_p10_min(part["rounds_best_by_recording"]),
+              "the recorded best, judged by the rounds": mean_p10_min(part["recorded_best_by_rounds"]),
               "recorded best still fastest": f"{100 * part['recorded_best_stays_best'].mean():.0f} %",
               "recorded best's latency / its median over rounds (median)":
                   f"{part['recorded_over_rounds'].median():.4f}"}

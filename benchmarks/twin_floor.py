@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from config_prediction import COMPILED_RESOURCES, DATASET, TRANSFER_DATASET, percent
+from config_prediction import COMPILED_RESOURCES, DATASET, TRANSFER_DATASET, mean_p10_min, percent
 from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import load_dataset
 from tunebench.predict.compiled import load_table
@@ -32,11 +32,6 @@ EXHAUSTIVE = REPO / "results" / "datasets" / "matmul_bfloat16_h100.parquet"
 # The per-shape table's columns compared with the twin: (column, label)
 PREDICTORS = (("dispatcher_efficiency", "`best_config`"), ("top10_timed_efficiency", "top 10 timed"))
 SPREAD_EDGES_MS = (0.0, 0.01, 0.02, 0.05, 0.1, 1.0, np.inf)
-
-
-def summary(values: pd.Series) -> str:
-    """mean / P10 / min of efficiencies, in percent."""
-    return f"{100 * values.mean():.2f} / {100 * np.percentile(values, 10):.2f} / {100 * values.min():.2f} %"
 
 
 def candidate_rows(path: Path) -> tuple[pd.DataFrame, tuple[str, ...], str]:
@@ -54,8 +49,8 @@ def comparison(floor: pd.DataFrame, per_shape: pd.DataFrame, by: str | None) -> 
     joined = floor.merge(per_shape, on=["M", "N", "K"])
     groups = [("all", joined)] if by is None else list(joined.groupby(by, sort=False))
     return pd.DataFrame([{"shapes": name, "count": len(part), "the twin (the best's own kernel, timed again)":
-                          summary(part["twin_efficiency"]),
-                          **{label: summary(part[column]) for column, label in PREDICTORS}}
+                          mean_p10_min(part["twin_efficiency"]),
+                          **{label: mean_p10_min(part[column]) for column, label in PREDICTORS}}
                          for name, part in groups])
 
 
@@ -75,11 +70,10 @@ def main() -> int:
     for path in (EXHAUSTIVE, TRANSFER_DATASET):
         other_rows, other_names, other_gpu = candidate_rows(path)
         other_floor = twin_floor(other_rows, other_names)
-        others.append({"dataset": path.name, "GPU": other_gpu, "configs per shape":
-                       len(other_rows) // other_rows.groupby(["M", "N", "K"]).ngroups,
-                       "shapes with a twin of the best": f"{len(other_floor)} of "
-                                                         f"{other_rows.groupby(['M', 'N', 'K']).ngroups}",
-                       "the twin, mean / P10 / min": summary(other_floor["twin_efficiency"])})
+        other_shapes = other_rows.groupby(["M", "N", "K"]).ngroups
+        others.append({"dataset": path.name, "GPU": other_gpu, "configs per shape": len(other_rows) // other_shapes,
+                       "shapes with a twin of the best": f"{len(other_floor)} of {other_shapes}",
+                       "the twin, mean / P10 / min": mean_p10_min(other_floor["twin_efficiency"])})
     pairs = twin_pairs(rows, names)
     spread = pair_spread(pairs, SPREAD_EDGES_MS).assign(
         bin=lambda frame: frame["bin"].astype(str), median=lambda frame: frame["median"].map(percent),

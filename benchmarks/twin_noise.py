@@ -21,7 +21,7 @@ from tunebench.measure.dataset import load_dataset
 from tunebench.measure.rounds import rounds_command, time_in_rounds
 from tunebench.measure.timing import TimingPolicy
 from tunebench.predict.model import common_candidates
-from tunebench.predict.twins import twin_pairs
+from tunebench.predict.twins import apart, twin_pairs
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,11 +52,6 @@ def plan(dataset_path: Path) -> pd.DataFrame:
     sides = [picked[[*SHAPE, "pair", *other, f"GROUP_M_{side}"]].rename(columns={f"GROUP_M_{side}": "GROUP_M"})
              for side in ("a", "b")]
     return pd.concat(sides).sort_values([*SHAPE, "pair", "GROUP_M"]).reset_index(drop=True)[[*SHAPE, "pair", *names]]
-
-
-def apart(first: pd.Series, second: pd.Series) -> pd.Series:
-    """|log of the latency ratio| as a fraction."""
-    return np.expm1(np.abs(np.log(first.to_numpy() / second.to_numpy())))
 
 
 def summarize(out: Path, command: str) -> str:

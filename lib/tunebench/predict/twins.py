@@ -52,13 +52,18 @@ def twin_floor(measurements: pd.DataFrame, parameter_names: Sequence[str]) -> pd
     return joined.assign(twin_efficiency=joined["best_latency_ms"] / joined["twin_latency_ms"]).reset_index()
 
 
+def apart(first: Sequence[float], second: Sequence[float]) -> np.ndarray:
+    """How far two timings of one kernel lie apart: |log of their latency ratio|, as a fraction (0.01: 1 %)."""
+    return np.expm1(np.abs(np.log(np.asarray(first, dtype=float) / np.asarray(second, dtype=float))))
+
+
 def pair_spread(pairs: pd.DataFrame, edges_ms: Sequence[float]) -> pd.DataFrame:
     """How far twins' timings lie apart (|log of their latency ratio|, as a fraction), by the faster one's latency in
     the bins `edges_ms`: pairs, median and 90th percentile per bin."""
     faster = np.minimum(pairs["latency_ms_a"], pairs["latency_ms_b"])
-    apart = np.expm1(np.abs(np.log(pairs["latency_ms_a"] / pairs["latency_ms_b"])))
     bins = pd.cut(faster, list(edges_ms), right=False)
-    grouped = pd.DataFrame({"bin": bins, "apart": apart}).groupby("bin", observed=True)["apart"]
+    gaps = pd.DataFrame({"bin": bins, "apart": apart(pairs["latency_ms_a"], pairs["latency_ms_b"])})
+    grouped = gaps.groupby("bin", observed=True)["apart"]
     return pd.DataFrame({"pairs": grouped.size(), "median": grouped.median(),
                          "P90": grouped.quantile(0.9)}).reset_index()
 
