@@ -203,15 +203,18 @@ def efficiency_row(name: str, summary: dict[str, float]) -> dict[str, str]:
 
 
 def fit_deployed(data: TrainingData, objectives: Sequence[str], metrics: dict[str, Any], threads: int,
-                 grid: Mapping[str, Sequence[Any]] = TUNING_GRID) -> Predictor:
+                 grid: Mapping[str, Sequence[Any]] = TUNING_GRID,
+                 shortlist_shapes: Sequence[Sequence[int]] | None = None) -> Predictor:
     """The predictor trained on every shape: the objective (of `objectives`), tree size and iterations (over `grid`)
     chosen on inner splits of all of them, as in each fold; `metrics` (the cross-validation's summary) go into its
-    header."""
+    header. `shortlist_shapes`: the only shapes it will be asked about (`fit_predictor`'s), to build its shortlist
+    grid around those alone."""
     with threadpool_limits(threads):  # one process: its fits and predictions take every worker's core
         candidates = [select_ranker(data, np.arange(len(data.shapes)), objective, grid=grid)
                       for objective in objectives]
         settings, tuning = max(candidates, key=lambda c: max(t["inner_mean_efficiency"] for t in c[1]["tried"]))
-        return fit_predictor(data, settings, out_of_fold_scores=tuning["out_of_fold_scores"], header={"metrics": {
+        return fit_predictor(data, settings, out_of_fold_scores=tuning["out_of_fold_scores"],
+                             shortlist_shapes=shortlist_shapes, header={"metrics": {
             "protocol": f"GroupKFold({N_SPLITS}) by shape; objective ({', '.join(objectives)}), tree size and "
                         f"iterations chosen on the mean over a seeded partition of each fold's training shapes into "
                         f"{INNER_SPLITS}, then the neighbour correction by leave-one-shape-out on that partition's "

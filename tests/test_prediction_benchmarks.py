@@ -10,7 +10,7 @@ import pytest
 
 from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
 from test_predict_head import synthetic_lists
-from tunebench.predict import grouped_folds
+from tunebench.predict import fit_predictor, grouped_folds, save_predictor, training_data
 from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS
 from tunebench.predict.head import HeadSettings, fit_head, head_efficiency
 
@@ -19,6 +19,7 @@ import config_prediction_cv  # noqa: E402
 import config_prediction_learning_curve  # noqa: E402
 import head_ablation  # noqa: E402
 import stand_in_bench  # noqa: E402
+import h200_held_out  # noqa: E402
 import twin_floor  # noqa: E402
 import twin_noise  # noqa: E402
 import sitting_ceiling  # noqa: E402
@@ -191,3 +192,31 @@ def test_timing_in_rounds_appends_each_round_and_a_rerun_times_only_the_missing_
     assert len(resumed) == 12 and (pd.read_csv(out)["round"] == 2).sum() == 4
     fresh = time_in_rounds(tmp_path / "fresh.csv", *args, 3, 7)
     assert resumed["tag"].tolist() == fresh["tag"].tolist()  # the same shuffled orders
+
+
+def test_the_h200_picks_come_from_a_predictor_that_saw_none_of_the_h200_shapes(tmp_path, dataset, resources):  # noqa: F811
+    """`h200_held_out.py`: the held-out shapes leave the training set whole; the frozen picks are the predictor's,
+    each replayed on the recorded sittings; a predictor trained on a held-out shape and an existing file are refused."""
+    held_out = set(dataset.shapes()[:3])
+    training = h200_held_out.without_shapes(dataset, held_out)
+    assert set(training.shapes()) == set(dataset.shapes()) - held_out
+    assert not set(zip(training.vendor["M"], training.vendor["N"], training.vendor["K"])) & held_out
+    second_gpu = h200_held_out.without_shapes(dataset, set(dataset.shapes()) - held_out)
+    predictor = fit_predictor(training_data(training, resources), SMALL)
+    path, picks = tmp_path / "held_out.predictor", tmp_path / "picks.csv"
+    save_predictor(predictor, path)
+    h200_held_out.freeze(path, picks, dataset, second_gpu)
+    frame = pd.read_csv(picks)
+    assert set(zip(frame["M"], frame["N"], frame["K"])) == held_out
+    for row in frame.itertuples(index=False):
+        shape = (row.M, row.N, row.K)
+        assert row.dispatcher_config == h200_held_out.config_text(predictor.best_config(shape))
+        speed = h200_held_out.recorded_speed(dataset, shape)
+        assert row.dispatcher_h200_replay == pytest.approx(speed[row.dispatcher_config])
+        assert speed[row.best_config] == 1.0
+        assert row.selected_top10_timed_efficiency == pytest.approx(speed[row.top10_configs.split(";")].max())
+    with pytest.raises(SystemExit, match="never overwritten"):
+        h200_held_out.freeze(path, picks, dataset, second_gpu)
+    save_predictor(fit_predictor(training_data(dataset, resources), SMALL), path)
+    with pytest.raises(SystemExit, match="trained on H200 shapes"):
+        h200_held_out.freeze(path, tmp_path / "other.csv", dataset, second_gpu)
