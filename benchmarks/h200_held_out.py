@@ -1,10 +1,11 @@
 """Picks for the H200 shapes by a predictor that saw none of them: fitted on the H100 prediction dataset without the
 shapes of the H200 one, as the deployed predictor is fitted, its picks frozen for re-timing on the H200.
 
-Fit and freeze (CPU, 809 s of fitting on this 2-core machine): `.venv/bin/python benchmarks/h200_held_out.py --predictor P --picks
-results/config_prediction/h200_held_out_picks.csv` (P is written unless it exists; the picks never over an existing
-file). The picks' CSV is in the columns `config_prediction_retime.py measure --per-shape` reads; its
-.provenance.json holds the predictor's sha256 and fit, and each pick's replay on both GPUs' recorded sittings.
+Fit and freeze (CPU, 809 s of fitting on this 2-core machine): `.venv/bin/python benchmarks/h200_held_out.py
+--predictor P --picks results/config_prediction/h200_held_out_picks.csv` (P is written unless it exists; the picks
+never over an existing file). The picks' CSV is in the columns `config_prediction_retime.py measure --per-shape`
+reads, with each pick's replay on both GPUs' recorded sittings; its .provenance.json holds the predictor's sha256 and
+settings and the replays' mean / P10 / min.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.predict import Predictor, load_predictor, save_predictor, training_data
 from tunebench.predict.compiled import load_table
+
 
 def without_shapes(dataset: Dataset, shapes: set[tuple[int, int, int]]) -> Dataset:
     """The dataset less every row (measured or vendor) of the given shapes."""
@@ -62,7 +64,7 @@ def recorded_speed(dataset: Dataset, shape: tuple[int, int, int]) -> pd.Series:
 def freeze(predictor_path: Path, out: Path, h100: Dataset, h200: Dataset) -> None:
     """Write each H200 shape's `best_config` and full-ranking top TOP_K in the columns the re-timing reads
     (`predicted_config` is the full ranking's first; `best_config`, `selected_efficiency` and
-    `selected_top10_timed_efficiency` are the H200 sitting's), with the picks' replay on the H100 sitting beside."""
+    `selected_top10_timed_efficiency` are the H200 sitting's), with the pick's replay on the H100 sittings beside."""
     if out.exists():
         raise SystemExit(f"{out} exists: frozen picks are never overwritten; name another --picks file")
     predictor: Predictor = load_predictor(predictor_path)
@@ -105,7 +107,8 @@ def main() -> int:
     held_out = set(h200.shapes())
     missing = sorted(held_out - set(h100.shapes()))
     if missing:
-        raise SystemExit(f"H200 shapes {missing[:3]} are not in the H100 dataset: nothing to hold out them from")
+        raise SystemExit(f"H200 shapes {missing[:3]} are not in the H100 dataset, so they cannot be held out of its "
+                         "training")
     if not args.predictor.exists():
         fit(args.predictor, h100, held_out, args.workers)
     freeze(args.predictor, args.picks, h100, h200)

@@ -194,7 +194,7 @@ def test_timing_in_rounds_appends_each_round_and_a_rerun_times_only_the_missing_
     assert resumed["tag"].tolist() == fresh["tag"].tolist()  # the same shuffled orders
 
 
-def test_the_h200_picks_come_from_a_predictor_that_saw_none_of_the_h200_shapes(tmp_path, dataset, resources):  # noqa: F811
+def test_the_h200_picks_come_from_a_predictor_that_saw_none_of_those_shapes(tmp_path, dataset, resources):  # noqa: F811
     """`h200_held_out.py`: the held-out shapes leave the training set whole; the frozen picks are the predictor's,
     each replayed on the recorded sittings; a predictor trained on a held-out shape and an existing file are refused."""
     held_out = set(dataset.shapes()[:3])
