@@ -1,7 +1,7 @@
 """The prediction datasets' shapes against the seeded draws that made them (benchmarks/hinted_shapes.py,
 benchmarks/odd_shapes.py, benchmarks/both_hinted_shapes.py, benchmarks/narrow_hinted_shapes.py,
 benchmarks/model_projection_shapes.py, benchmarks/unaligned_check_shapes.py and, for the H200 transfer set,
-benchmarks/h200_shapes.py): the list in kernels/matmul.py must be what the draws give, in measured order; and the picks
+benchmarks/h200_shapes.py; the H200's own training shapes, benchmarks/h200_training_shapes.py): the list in kernels/matmul.py must be what the draws give, in measured order; and the picks
 frozen for the checks' draws (benchmarks/preregistered_picks.py) are never overwritten and score as committed."""
 
 import os
@@ -27,7 +27,8 @@ def run_script(name: str, *arguments: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("arguments", [("hinted_shapes.py",), ("odd_shapes.py", "--check"),
                                        ("both_hinted_shapes.py", "--check"), ("narrow_hinted_shapes.py", "--check"),
                                        ("model_projection_shapes.py", "--check"),
-                                       ("unaligned_check_shapes.py", "--check"), ("h200_shapes.py", "--check")])
+                                       ("unaligned_check_shapes.py", "--check"), ("h200_shapes.py", "--check"),
+                                       ("h200_training_shapes.py", "--check")])
 def test_the_listed_shapes_are_the_seeded_draws(arguments):
     completed = run_script(*arguments)
     assert completed.returncode == 0, completed.stdout + completed.stderr
@@ -99,6 +100,18 @@ def test_the_h200_draw_is_balanced_and_new():
     for start in range(0, len(shapes), h200_shapes.BATCH):
         kinds = [alignment(n, k) for _, n, k in shapes[start:start + h200_shapes.BATCH]]
         assert {kind: kinds.count(kind) for kind in set(kinds)} == h200_shapes.PER_BATCH
+
+
+def test_the_h200_training_draw_is_new_unaligned_and_of_m_8_up():
+    """No shape measured on either GPU before; N or K off multiples of 16; M >= 8."""
+    sys.path.insert(0, str(REPOSITORY / "benchmarks"))
+    import h200_training_shapes
+    from tunebench.predict.evaluation import alignment
+
+    shapes = h200_training_shapes.draw()
+    assert len(set(shapes)) == len(shapes) == h200_training_shapes.COUNT
+    assert not set(shapes) & (set(matmul.PREDICTION_SHAPES) | set(matmul.DATASET_SHAPES))
+    assert all(alignment(n, k) != "aligned" and m >= h200_training_shapes.MIN_M for m, n, k in shapes)
 
 
 def test_frozen_picks_are_never_overwritten(tmp_path):
