@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from tunebench.collect import (Journal, build_dataset, dataset_records, parse_shapes, provenance_records, sweep,
-                                sweep_provenance)
+                                sweep_provenance, whole_shapes)
 from tunebench.measure.dataset import load_dataset
 
 import stand_in_bench
@@ -99,6 +99,25 @@ def test_stop_after_budget_then_finish(tmp_path):
     assert not out.exists()
     assert sweep("matmul", "bfloat16", SHAPES, out, limit_configs=10, make_bench=StandInBench)
     assert len(load_dataset(out).measurements) == 20
+
+
+def test_a_journal_shared_with_an_unfinished_sweep_of_other_shapes_writes_whole_shapes_only(tmp_path, monkeypatch):
+    """Batches measured in turn into one journal: the dataset a finished batch writes holds every whole shape so far,
+    not the part of a shape another batch's stopped sweep left."""
+    out = tmp_path / "batches.parquet"
+    assert sweep("matmul", "bfloat16", SHAPES[:1], out, limit_configs=10, make_bench=StandInBench)
+    monkeypatch.setenv("STAND_IN_DELAY_S", "0.02")
+    assert not sweep("matmul", "bfloat16", [(7, 48, 64)], out, limit_configs=10, stop_after_s=0.1,
+                     make_bench=StandInBench)
+    monkeypatch.setenv("STAND_IN_DELAY_S", "0")
+    records = Journal(out.with_suffix(".journal") / "journal.jsonl").read()
+    assert 0 < sum(r["kind"] == "config" and r["shape"] == [7, 48, 64] for r in records) < 10
+    assert sweep("matmul", "bfloat16", SHAPES[1:], out, limit_configs=10, make_bench=StandInBench)
+    assert sorted(load_dataset(out).shapes()) == sorted(SHAPES)
+    assert len(load_dataset(out).measurements) == 20
+    configs = [r["config"] for r in records if r["kind"] == "config" and r["shape"] == list(SHAPES[0])]
+    key = lambda config: tuple(sorted(config.items()))  # noqa: E731
+    assert whole_shapes(records, configs, key) == [r for r in records if r.get("shape") != [7, 48, 64]]
 
 
 def test_a_sweep_begun_elsewhere_resumes_from_its_gzipped_journal(tmp_path, monkeypatch):

@@ -117,6 +117,21 @@ def dataset_records(dataset: Dataset) -> list[dict[str, Any]]:
     return records
 
 
+def whole_shapes(records: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]],
+                 key: Callable[[Mapping[str, Any]], tuple]) -> list[Mapping[str, Any]]:
+    """The records without the config and vendor rows of any shape that lacks its vendor timing or one of `configs`
+    (keyed by `key`): a journal that an earlier sweep of other shapes left unfinished gives no partial shape."""
+    wanted = {key(config) for config in configs}
+    measured: dict[tuple, set] = {}
+    for record in records:
+        if record["kind"] == "config":
+            measured.setdefault(tuple(record["shape"]), set()).add(key(record["config"]))
+    vendor = {tuple(record["shape"]) for record in records if record["kind"] == "vendor"}
+    whole = {shape for shape, keys in measured.items() if shape in vendor and wanted <= keys}
+    return [record for record in records
+            if record["kind"] not in ("config", "vendor") or tuple(record["shape"]) in whole]
+
+
 def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, Any]]) -> Dataset:
     """The Dataset of a finished sweep: the last record of each (shape, config) wins."""
     kernel = get_kernel(kernel_name)
@@ -216,7 +231,7 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
         print(f"stopped after {time.monotonic() - start:.0f} s as asked; run the same command again to continue",
               flush=True)
         return False
-    dataset = build_dataset(kernel_name, dtype, journal.read())
+    dataset = build_dataset(kernel_name, dtype, whole_shapes(journal.read(), configs, space.key))
     save_dataset(dataset, out)
     print(f"wrote {out} ({len(dataset.measurements)} measurements, {len(dataset.shapes())} shapes) "
           f"in {time.monotonic() - start:.0f} s", flush=True)
