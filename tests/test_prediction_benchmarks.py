@@ -1,5 +1,6 @@
 """The prediction benchmarks' own logic: benchmarks/head_ablation.py's re-implemented head and fold cache, and
-benchmarks/config_prediction_cv.py's per-class table and benchmarks/config_prediction_learning_curve.py's draws."""
+benchmarks/config_prediction_cv.py's per-class table, benchmarks/config_prediction_learning_curve.py's draws and
+benchmarks/pooled_training.py's arms."""
 
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ import config_prediction_learning_curve  # noqa: E402
 import head_ablation  # noqa: E402
 import stand_in_bench  # noqa: E402
 import h200_held_out  # noqa: E402
+import pooled_training  # noqa: E402
 import twin_floor  # noqa: E402
 import twin_noise  # noqa: E402
 import sitting_ceiling  # noqa: E402
@@ -222,3 +224,25 @@ def test_the_h200_picks_come_from_a_predictor_that_saw_none_of_those_shapes(tmp_
     save_predictor(fit_predictor(training_data(dataset, resources), SMALL), path)
     with pytest.raises(SystemExit, match="trained on H200 shapes"):
         h200_held_out.freeze(path, tmp_path / "other.csv", dataset, second_gpu)
+
+
+def test_pooled_training_scores_every_primary_shape_and_changes_are_paired_by_seed(monkeypatch, data):  # noqa: F811
+    """Every primary shape is scored, the same way again for the same seed, differently with extra data to train on;
+    the summary's change per seed is the arm's mean minus the H100-only arm's mean of that seed."""
+    monkeypatch.setattr(pooled_training, "SETTINGS", SMALL)
+    alone = pooled_training.run_arm(data, [], seed=0, workers=1)
+    assert alone.shape == (len(data.shapes),) and ((alone > 0) & (alone <= 1)).all()
+    pooled = pooled_training.run_arm(data, [data], seed=0, workers=2)
+    np.testing.assert_array_equal(pooled_training.run_arm(data, [data], seed=0, workers=1), pooled)
+    assert (pooled != alone).any()
+
+    (base, _), (extra, _), _ = pooled_training.ARMS
+    shapes = [(8, 512, 513), (16, 512, 512)]
+    rows = [{"arm": arm, "seed": seed, "M": m, "N": n, "K": k, "efficiency": value}
+            for arm, seed, values in ((base, 0, (0.9, 1.0)), (extra, 0, (1.0, 1.0)), (base, 1, (0.8, 0.8)),
+                                      (extra, 1, (0.8, 0.7)))
+            for (m, n, k), value in zip(shapes, values)]
+    table = pd.DataFrame(rows).assign(alignment=["odd", "aligned"] * 4)
+    summary = pooled_training.summary(table).set_index("training data")
+    assert summary.loc[extra, "mean's change per seed (points)"] == "+5.00, -5.00"
+    assert summary.loc[base, "hinted or odd, M >= 8"].startswith("85.00 / ")
