@@ -113,7 +113,7 @@ def main() -> int:
     resources = load_table(COMPILED_RESOURCES, primary_dataset.parameter_names)
     primary = training_data(primary_dataset, resources)
     extras = {path: training_data(load_dataset(path, kernel="matmul"), resources)
-              for path in {path for _, paths in ARMS for path in paths}}
+              for path in dict.fromkeys(path for _, paths in ARMS for path in paths)}  # in the arms' order
     csv = args.out.with_name(args.out.stem + "_per_shape.csv")
     table = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=["arm", "seed", "M", "N", "K", "efficiency"])
     todo = [(name, paths, seed) for seed in args.seeds for name, paths in ARMS
