@@ -2,23 +2,35 @@
 and odd N or K with M >= 8, the classes and M range where the re-timed picks trail the best (stop 43), none of them a
 shape measured on either GPU before.
 
-Run: `.venv/bin/python benchmarks/h200_training_shapes.py` (well under a second) prints the draw in batches of BATCH, one
-per line, in the order the device sittings measure them; `--check` exits 1 unless the dataset's shapes are whole
-batches from the start of the draw.
+Run: `.venv/bin/python benchmarks/h200_training_shapes.py` (well under a second) prints the draw in batches of BATCH,
+one per line, in the order the device sittings measure them; `--check` exits 1 unless the dataset's shapes are whole
+batches from the start of the draw; `--replay PREDICTOR` judges a predictor's `best_config` and its full ranking's top
+10 on the measured shapes by their recorded sitting (seconds) and writes
+results/config_prediction/h200_training_replay.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from config_prediction import mean_p10_min
 from hinted_shapes import draw_shapes
 from odd_shapes import SIZES
+from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
-from tunebench.measure.dataset import load_dataset
+from tunebench.measure.dataset import Dataset, load_dataset
+from tunebench.predict import ALIGNMENTS, FAMILIES, Predictor, alignment, family, load_predictor
+from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h200_training.parquet"
+REPLAY = REPO / "results" / "config_prediction" / "h200_training_replay.md"
+TOP_K = 10
 SEED = 2044
 COUNT = 128
 BATCH = 16
@@ -38,10 +50,50 @@ def draw() -> list[tuple[int, int, int]]:
     return drawn[:COUNT]
 
 
+def replay(predictor: Predictor, dataset: Dataset) -> pd.DataFrame:
+    """Per measured shape: its class and family, and the efficiency (the recorded best latency over the pick's) of
+    `best_config` and of the fastest recorded of the full ranking's top TOP_K."""
+    names = list(predictor.space.names)
+    rows = []
+    for (m, n, k), measured in dataset.measurements.groupby(["M", "N", "K"]):
+        shape = (int(m), int(n), int(k))
+        latency = measured.set_index(names)["latency_ms"]
+        pick = predictor.best_config(shape)
+        top = [tuple(int(value) for value in predictor.candidates[index])
+               for index in np.argsort(-predictor.scores(shape), kind="stable")[:TOP_K]]
+        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "alignment": alignment(shape[1], shape[2]),
+                     "family": family(shape[0]),
+                     "best_config": latency.min() / latency.loc[tuple(pick[name] for name in names)],
+                     f"top {TOP_K} timed": latency.min() / latency.loc[top].min()})
+    return pd.DataFrame(rows)
+
+
+def replay_report(table: pd.DataFrame, command: str, predictor_path: Path) -> str:
+    """The replay's mean / P10 / min, over all shapes, per alignment class and per M family."""
+    groups = [("all", table), *((name, table[table["alignment"] == name]) for name in ALIGNMENTS),
+              *((name, table[table["family"] == name]) for name, _, _ in FAMILIES)]
+    summary = pd.DataFrame([{"shapes": name, "count": len(part), "`best_config`": mean_p10_min(part["best_config"]),
+                             f"top {TOP_K} timed": mean_p10_min(part[f"top {TOP_K} timed"])}
+                            for name, part in groups if len(part)])
+    return "\n\n".join([
+        "# A predictor on the H200 training shapes, replayed",
+        f"Command: `{command}`. Predictor: `{os.path.relpath(predictor_path, REPO)}`; data: `{DATASET.name}` "
+        f"({len(table)} shapes, new on both GPUs), each pick judged by that shape's recorded H200 sitting. Mean / P10 "
+        "/ min efficiency:",
+        markdown_table(summary)]) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help=f"check the shapes of {DATASET.name}")
+    parser.add_argument("--replay", type=Path, default=None, help="a predictor file to judge on the measured shapes")
     args = parser.parse_args()
+    if args.replay is not None:
+        table = replay(load_predictor(args.replay), load_dataset(DATASET, kernel="matmul"))
+        command = f".venv/bin/python benchmarks/h200_training_shapes.py --replay {os.path.relpath(args.replay, REPO)}"
+        write_text_atomically(REPLAY, text := replay_report(table, command, args.replay))
+        print(text)
+        return 0
     drawn = draw()
     for first in range(0, len(drawn), BATCH):
         print(",".join(f"{m}x{n}x{k}" for m, n, k in drawn[first:first + BATCH]))

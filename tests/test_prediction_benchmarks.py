@@ -1,6 +1,6 @@
 """The prediction benchmarks' own logic: benchmarks/head_ablation.py's re-implemented head and fold cache, and
-benchmarks/config_prediction_cv.py's per-class table, benchmarks/config_prediction_learning_curve.py's draws and
-benchmarks/pooled_training.py's arms."""
+benchmarks/config_prediction_cv.py's per-class table, benchmarks/config_prediction_learning_curve.py's draws,
+benchmarks/pooled_training.py's arms and benchmarks/h200_training_shapes.py's replay."""
 
 import sys
 from pathlib import Path
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
+from test_predict import SMALL, data, dataset, predictor, resources  # noqa: F401  (module fixtures)
 from test_predict_head import synthetic_lists
 from tunebench.predict import fit_predictor, grouped_folds, save_predictor, training_data
 from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS
@@ -21,6 +21,7 @@ import config_prediction_learning_curve  # noqa: E402
 import head_ablation  # noqa: E402
 import stand_in_bench  # noqa: E402
 import h200_held_out  # noqa: E402
+import h200_training_shapes  # noqa: E402
 import pooled_training  # noqa: E402
 import twin_floor  # noqa: E402
 import twin_noise  # noqa: E402
@@ -246,3 +247,17 @@ def test_pooled_training_scores_every_primary_shape_and_changes_are_paired_by_se
     summary = pooled_training.summary(table).set_index("training data")
     assert summary.loc[extra, "mean's change per seed (points)"] == "+5.00, -5.00"
     assert summary.loc[base, "hinted or odd, M >= 8"].startswith("85.00 / ")
+
+
+def test_the_h200_training_replay_judges_pick_and_top_10_by_the_recorded_latencies(dataset, predictor):  # noqa: F811
+    table = h200_training_shapes.replay(predictor, dataset)
+    assert len(table) == len(dataset.shapes())
+    names = list(predictor.space.names)
+    for row in table.itertuples(index=False):
+        shape = (row.M, row.N, row.K)
+        measured = dataset.measurements.set_index(["M", "N", "K"]).loc[shape].set_index(names)["latency_ms"]
+        pick = predictor.best_config(shape)
+        assert row.best_config == measured.min() / measured.loc[tuple(pick[name] for name in names)]
+    assert (table["top 10 timed"] >= table["best_config"]).all() and (table["top 10 timed"] <= 1).all()
+    report = h200_training_shapes.replay_report(table, "the command", h200_training_shapes.DATASET)
+    assert f"| all | {len(table)} |" in report and "the command" in report
