@@ -15,12 +15,13 @@ import argparse
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from config_prediction import mean_p10_min
+from h200_held_out import recorded_speed
 from hinted_shapes import draw_shapes
 from odd_shapes import SIZES
+from preregistered_picks import TOP_K, config_text
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import Dataset, load_dataset
@@ -31,7 +32,6 @@ from unaligned_check_shapes import PATTERN  # (N, K) kinds, cycled: every pair w
 REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h200_training.parquet"
 REPLAY = REPO / "results" / "config_prediction" / "h200_training_replay.md"
-TOP_K = 10
 SEED = 2044
 COUNT = 128
 BATCH = 16
@@ -49,20 +49,15 @@ def draw() -> list[tuple[int, int, int]]:
 
 
 def replay(predictor: Predictor, dataset: Dataset) -> pd.DataFrame:
-    """Per measured shape: its class and family, and the efficiency (the recorded best latency over the pick's) of
-    `best_config` and of the fastest recorded of the full ranking's top TOP_K."""
-    names = list(predictor.space.names)
+    """Per measured shape: its class and family, and the efficiency in the recorded sitting
+    (`h200_held_out.recorded_speed`) of `best_config` and of the fastest of the predictor's `top_configs`."""
     rows = []
-    for (m, n, k), measured in dataset.measurements.groupby(["M", "N", "K"]):
-        shape = (int(m), int(n), int(k))
-        latency = measured.set_index(names)["latency_ms"]
-        pick = predictor.best_config(shape)
-        top = [tuple(int(value) for value in predictor.candidates[index])
-               for index in np.argsort(-predictor.scores(shape), kind="stable")[:TOP_K]]
+    for shape in dataset.shapes():
+        speed = recorded_speed(dataset, shape)
+        top = [config_text(config) for config in predictor.top_configs(shape, TOP_K)]
         rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "alignment": alignment(shape[1], shape[2]),
-                     "family": family(shape[0]),
-                     "best_config": latency.min() / latency.loc[tuple(pick[name] for name in names)],
-                     f"top {TOP_K} timed": latency.min() / latency.loc[top].min()})
+                     "family": family(shape[0]), "best_config": speed[config_text(predictor.best_config(shape))],
+                     f"top {TOP_K} timed": speed[top].max()})
     return pd.DataFrame(rows)
 
 
