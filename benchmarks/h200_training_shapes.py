@@ -3,9 +3,10 @@ and odd N or K with M >= 8, the classes and M range where the re-timed picks tra
 shape measured on either GPU before.
 
 Run: `.venv/bin/python benchmarks/h200_training_shapes.py` (well under a second) prints the draw in batches of BATCH,
-one per line, in the order the device sittings measure them; `--check` exits 1 unless the dataset's shapes are whole
-batches from the start of the draw; `--replay PREDICTOR` judges a predictor's `best_config` and its full ranking's top
-10 on the measured shapes by their recorded sitting (seconds) and writes
+one per line, in the order the device sittings measure them; `--remaining` prints only the shapes the dataset lacks,
+in that order and batch size; `--check` exits 1 unless every shape of the dataset (its extensions included) is a
+drawn one, and says how much of each batch it holds; `--replay PREDICTOR` judges a predictor's `best_config` and its
+full ranking's top 10 on the measured shapes by their recorded sitting (seconds) and writes
 results/config_prediction/h200_training_replay.md.
 """
 
@@ -33,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h200_training.parquet"
 REPLAY = REPO / "results" / "config_prediction" / "h200_training_replay.md"
 SEED = 2044
-COUNT = 128
+COUNT = 256
 BATCH = 16
 MIN_M = 8  # under M = 8 the re-timed picks were as fast as the re-timed recorded best (stop 43): the judge's misses
 
@@ -79,6 +80,7 @@ def replay_report(table: pd.DataFrame, command: str, predictor_path: Path) -> st
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help=f"check the shapes of {DATASET.name}")
+    parser.add_argument("--remaining", action="store_true", help=f"list only the shapes {DATASET.name} lacks")
     parser.add_argument("--replay", type=Path, default=None, help="a predictor file to judge on the measured shapes")
     args = parser.parse_args()
     if args.replay is not None:
@@ -88,18 +90,19 @@ def main() -> int:
         print(text)
         return 0
     drawn = draw()
-    for first in range(0, len(drawn), BATCH):
-        print(",".join(f"{m}x{n}x{k}" for m, n, k in drawn[first:first + BATCH]))
+    measured = {tuple(int(size) for size in shape) for shape in load_dataset(DATASET, kernel="matmul").shapes()}
+    listed = [shape for shape in drawn if shape not in measured] if args.remaining else drawn
+    for first in range(0, len(listed), BATCH):
+        print(",".join(f"{m}x{n}x{k}" for m, n, k in listed[first:first + BATCH]))
     if not args.check:
         return 0
-    measured = {tuple(int(size) for size in shape) for shape in load_dataset(DATASET, kernel="matmul").shapes()}
-    whole = len(measured) // BATCH * BATCH
-    if len(measured) % BATCH or measured != set(drawn[:whole]):
-        print(f"{DATASET.name}'s {len(measured)} shapes are not whole batches from the start of this draw")
+    if measured - set(drawn):
+        print(f"{DATASET.name} holds shapes this draw lacks: {sorted(measured - set(drawn))}")
         return 1
-    print(f"{DATASET.name} holds this draw's first {whole // BATCH} of {COUNT // BATCH} batches")
+    print(f"{DATASET.name} holds {len(measured)} of the {COUNT} drawn shapes; per batch: " + ", ".join(
+        f"{sum(shape in measured for shape in drawn[first:first + BATCH])}"
+        for first in range(0, COUNT, BATCH)))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

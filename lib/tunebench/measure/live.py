@@ -320,7 +320,8 @@ class GpuBench:
             driver = "unknown"
         properties = torch.cuda.get_device_properties(0)
         return {
-            "gpu_name": properties.name, "sm_count": properties.multi_processor_count,
+            "gpu_name": properties.name, "gpu_uuid": str(getattr(properties, "uuid", "unknown")),
+            "sm_count": properties.multi_processor_count,
             "compute_capability": f"{properties.major}.{properties.minor}",
             "memory_gib": round(properties.total_memory / 2**30, 1), "driver": driver, "cuda": torch.version.cuda,
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
