@@ -9,7 +9,10 @@ Arms, each with several seeds (run-to-run noise of one fit is about a tenth of a
 - + those and the H200 transfer shapes (H100 prediction shapes measured again on the H200).
 
 Run: `.venv/bin/python benchmarks/pooled_training.py` (about 2.5 minutes per arm and seed on a 2-core machine, 2
-processes). Resumable: every finished arm and seed goes to the per-shape CSV beside the report, which a rerun skips.
+processes). Resumable: every finished arm and seed goes to the per-shape CSV beside the report with the number of extra
+shapes it was trained with; a rerun skips those of the same size, and the report reads only the extra data's current
+size, so rows of a dataset since grown stay as a record but never mix in. The report adds, per alignment class, how
+close the H200's fastest candidate comes to the H100's fastest on the shapes both GPUs measured.
 Writes results/config_prediction/pooled_training.md and pooled_training_per_shape.csv.
 """
 
@@ -23,6 +26,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -46,6 +50,8 @@ SEEDS = (0, 1, 2, 3)
 SETTINGS = RankerSettings(max_iter=300, max_leaf_nodes=127)
 ARMS = (("the H100 shapes only", ()), ("+ the H200's own training shapes", (H200_TRAINING,)),
         ("+ those and the H200 transfer shapes", (H200_TRAINING, TRANSFER_DATASET)))
+
+COLUMNS = ["arm", "seed", "extra_shapes", "M", "N", "K", "efficiency"]  # the per-shape CSV's
 
 _data: TrainingData | None = None  # the pooled data of the arm being run, which the forked fold processes read
 
@@ -72,6 +78,41 @@ def run_arm(primary: TrainingData, extras: list[TrainingData], seed: int, worker
         for (_, test), values in zip(folds, executor.map(_fold, *zip(*folds), [seed] * len(folds))):
             efficiency[test] = values
     return efficiency
+
+
+def current_rows(table: pd.DataFrame, extra_shapes: Mapping[str, int]) -> pd.DataFrame:
+    """The per-shape rows of arms trained with the extra data's current size (`extra_shapes`, per arm): rows of an
+    extra dataset since grown, or of an arm no longer run, are left out."""
+    return table[table["arm"].map(extra_shapes) == table["extra_shapes"]]
+
+
+def best_config_agreement(primary: TrainingData, other: TrainingData) -> pd.DataFrame:
+    """Per shape both datasets hold: the efficiency, judged by the primary GPU's measurements, of the other GPU's
+    fastest candidate (1 when both GPUs find the same candidate fastest)."""
+    if other.candidates.shape != primary.candidates.shape or (other.candidates != primary.candidates).any():
+        raise ValueError(f"{other.gpu}'s candidates are not {primary.gpu}'s: no config can be compared")
+    index = {tuple(shape): position for position, shape in enumerate(other.shapes.tolist())}
+    rows = []
+    for position, shape in enumerate(primary.shapes.tolist()):
+        if tuple(shape) not in index:
+            continue
+        mine = primary.latency_ms[primary.rows_of([position])]
+        theirs = other.latency_ms[other.rows_of([index[tuple(shape)]])]
+        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "alignment": alignment(shape[1], shape[2]),
+                     "efficiency": mine.min() / mine[np.argmin(theirs)]})
+    return pd.DataFrame(rows)
+
+
+def agreement_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """`best_config_agreement`'s mean / P10 / min per alignment class, with M < MIN_M and M >= MIN_M apart."""
+    rows = []
+    for kind in ("aligned", "hinted", "odd"):
+        for label, small in ((f"M < {MIN_M}", True), (f"M >= {MIN_M}", False)):
+            part = table[(table["alignment"] == kind) & ((table["M"] < MIN_M) == small)]
+            if len(part):
+                rows.append({"shapes": f"{kind}, {label}", "count": len(part),
+                             "efficiency": _cell(part["efficiency"])})
+    return pd.DataFrame(rows)
 
 
 def _cell(values: pd.Series) -> str:
@@ -115,26 +156,34 @@ def main() -> int:
     extras = {path: training_data(load_dataset(path, kernel="matmul"), resources)
               for path in dict.fromkeys(path for _, paths in ARMS for path in paths)}  # in the arms' order
     csv = args.out.with_name(args.out.stem + "_per_shape.csv")
-    table = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=["arm", "seed", "M", "N", "K", "efficiency"])
+    table = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
+    extra_shapes = {name: sum(len(extras[path].shapes) for path in paths) for name, paths in ARMS}
+    current = current_rows(table, extra_shapes)
     todo = [(name, paths, seed) for seed in args.seeds for name, paths in ARMS
-            if not ((table["arm"] == name) & (table["seed"] == seed)).any()]
+            if not ((current["arm"] == name) & (current["seed"] == seed)).any()]
     shapes = pd.DataFrame(primary.shapes, columns=["M", "N", "K"])
     for name, paths, seed in tqdm(todo, desc="arms x seeds", unit="run"):
         efficiency = run_arm(primary, [extras[path] for path in paths], seed, args.workers)
-        table = pd.concat([table, shapes.assign(arm=name, seed=seed, efficiency=efficiency)], ignore_index=True)
-        write_text_atomically(csv, table[["arm", "seed", "M", "N", "K", "efficiency"]].to_csv(index=False))
-    table = table.assign(alignment=[alignment(int(n), int(k)) for n, k in zip(table["N"], table["K"])])
+        rows = shapes.assign(arm=name, seed=seed, extra_shapes=extra_shapes[name], efficiency=efficiency)
+        table, current = (pd.concat([frame, rows], ignore_index=True) for frame in (table, current))
+        write_text_atomically(csv, table[COLUMNS].to_csv(index=False))
+    table = current.assign(alignment=[alignment(int(n), int(k)) for n, k in zip(current["N"], current["K"])])
+    agreement = best_config_agreement(primary, extras[TRANSFER_DATASET])
     sizes = ", ".join(f"{path.name}: {len(extra.shapes)} shapes ({extra.gpu})" for path, extra in extras.items())
     text = "\n\n".join([
         "# Does H200 data help the H100 predictor?",
         f"Command: `{command}` ({time.perf_counter() - started:.0f} s for the {len(todo)} arm-seed runs not already in "
-        f"`{csv.name}`, {os.cpu_count()} cores). GroupKFold({N_SPLITS}) over the {len(primary.shapes)} H100 "
-        f"prediction shapes, each judged on its H100 measurements; a held-out shape's H200 rows are left out of its "
-        f"fold's training data. Extra data: {sizes}. The model alone: one `relative` model, {SETTINGS.max_iter} "
-        f"trees of {SETTINGS.max_leaf_nodes} leaves, every candidate, no correction or head, seeded per run.",
+        f"`{csv.name}` for this extra data's size, {os.cpu_count()} cores). GroupKFold({N_SPLITS}) over the "
+        f"{len(primary.shapes)} H100 prediction shapes, each judged on its H100 measurements; a held-out shape's H200 "
+        f"rows are left out of its fold's training data. Extra data: {sizes}. The model alone: one `relative` model, "
+        f"{SETTINGS.max_iter} trees of {SETTINGS.max_leaf_nodes} leaves, every candidate, no correction or head, seeded "
+        "per run.",
         "Mean / P10 / min efficiency of the held-out H100 shapes, each shape's efficiency averaged over the seeds; "
         "the last column is the mean's change against the H100-only arm of the same seed:",
         markdown_table(summary(table)),
+        f"Do the GPUs agree on what is fast? On the {len(agreement)} shapes both measured "
+        f"(`{TRANSFER_DATASET.name}`), the H100 efficiency of the H200's fastest candidate:",
+        markdown_table(agreement_summary(agreement)),
     ])
     write_text_atomically(args.out, text + "\n")
     print(text)

@@ -249,6 +249,34 @@ def test_pooled_training_scores_every_primary_shape_and_changes_are_paired_by_se
     assert summary.loc[base, "hinted or odd, M >= 8"].startswith("85.00 / ")
 
 
+def test_pooled_training_reads_only_rows_of_the_extra_datas_current_size():
+    """Rows trained with an extra dataset since grown stay in the CSV but leave the report and are run again."""
+    (base, _), (extra, _), _ = pooled_training.ARMS
+    table = pd.DataFrame({"arm": [base, extra, extra, "an arm no longer run"], "seed": 0,
+                          "extra_shapes": [0, 48, 138, 5], "M": 8, "N": 512, "K": 513,
+                          "efficiency": [0.9, 0.8, 0.95, 1.0]})
+    current = pooled_training.current_rows(table, {base: 0, extra: 138})
+    assert current["efficiency"].tolist() == [0.9, 0.95]
+
+
+def test_best_config_agreement_judges_the_other_gpus_fastest_by_the_primarys_latencies(data):  # noqa: F811
+    from dataclasses import replace
+
+    same = pooled_training.best_config_agreement(data, data)
+    assert len(same) == len(data.shapes) and (same["efficiency"] == 1).all()
+    count = len(data.candidates)
+    reversed_latency = data.latency_ms.reshape(-1, count)[:, ::-1].ravel()  # the other GPU's candidates' order reversed
+    other = replace(data, latency_ms=reversed_latency, shapes=data.shapes[:2], group=data.group[:2 * count])
+    judged = pooled_training.best_config_agreement(data, other)
+    latency = data.latency_ms.reshape(-1, count)[:2]
+    expected = latency.min(axis=1) / latency[np.arange(2), np.argmin(latency[:, ::-1], axis=1)]  # the other's pick
+    np.testing.assert_allclose(judged["efficiency"], expected)
+    summary = pooled_training.agreement_summary(judged)
+    assert summary["count"].sum() == 2
+    with pytest.raises(ValueError, match="candidates"):
+        pooled_training.best_config_agreement(data, replace(data, candidates=data.candidates[:-1]))
+
+
 def test_the_h200_training_replay_judges_pick_and_top_10_by_the_recorded_latencies(dataset, predictor):  # noqa: F811
     table = h200_training_shapes.replay(predictor, dataset)
     assert len(table) == len(dataset.shapes())
