@@ -161,13 +161,33 @@ def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, A
                    parameters=space.parameters, measurements=measurements, vendor=vendor, provenance=dict(provenance))
 
 
+def sweep_configs(kernel_name: str, configs: Sequence[Mapping[str, Any]] | None = None,
+                  limit_configs: int | None = None, seed: int = 0) -> list[dict[str, Any]]:
+    """The configs a sweep measures on every shape: the given ones (each checked against the space), a seeded
+    sample of `limit_configs`, or every valid config."""
+    space = get_kernel(kernel_name).config_space()
+    if configs is not None:
+        for config in configs:
+            space.check(config)
+        return [dict(config) for config in configs]
+    if limit_configs is None:
+        return space.enumerate()
+    return space.sample(np.random.default_rng(seed), limit_configs, unique=True)
+
+
+def journal_of(out: Path) -> Journal:
+    """The journal of the sweep that writes `out`."""
+    return Journal(out.with_suffix(".journal") / "journal.jsonl")
+
+
 def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, compile_workers: int | None = None,
           stop_after_s: float | None = None, limit_configs: int | None = None, seed: int = 0,
           timing: TimingPolicy = TimingPolicy(), command: Sequence[str] = (),
           make_bench: Callable[..., Any] | None = None, configs: Sequence[Mapping[str, Any]] | None = None,
-          resume_from: Path | None = None) -> bool:
+          resume_from: Path | None = None, save: bool = True) -> bool:
     """Measure every valid config (or a seeded sample of `limit_configs`, or the given `configs`) on every
-    shape; True when complete.
+    shape; True when complete. A complete sweep writes its dataset to `out` unless `save` is False (the journal
+    beside `out` holds it all the same).
 
     `make_bench` builds the measuring back end (default: `GpuBench`); tests pass a stand-in to exercise
     resumption without a GPU.
@@ -180,15 +200,8 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
     kernel = get_kernel(kernel_name)
     shapes = [kernel.check_shape(shape) for shape in shapes]
     space = kernel.config_space()
-    if configs is not None:
-        for config in configs:
-            space.check(config)
-        configs = [dict(config) for config in configs]
-    elif limit_configs is None:
-        configs = space.enumerate()
-    else:
-        configs = space.sample(np.random.default_rng(seed), limit_configs, unique=True)
-    journal = Journal(out.with_suffix(".journal") / "journal.jsonl")
+    configs = sweep_configs(kernel_name, configs, limit_configs, seed)
+    journal = journal_of(out)
     if resume_from is not None:
         print(f"journal started from {resume_from}: {journal.seed_from(resume_from)} records", flush=True)
     records = journal.read()
@@ -231,6 +244,9 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
         print(f"stopped after {time.monotonic() - start:.0f} s as asked; run the same command again to continue",
               flush=True)
         return False
+    if not save:
+        print(f"measured every shape in {time.monotonic() - start:.0f} s", flush=True)
+        return True
     dataset = build_dataset(kernel_name, dtype, whole_shapes(journal.read(), configs, space.key))
     save_dataset(dataset, out)
     print(f"wrote {out} ({len(dataset.measurements)} measurements, {len(dataset.shapes())} shapes) "
@@ -252,9 +268,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resume-from", type=Path, default=None,
                         help="a journal (.jsonl or .jsonl.gz) of a sweep begun elsewhere, to continue here")
+    parser.add_argument("--gpus", default=None,
+                        help="device indices, e.g. 0,1: one collector per GPU, each on its share of the shapes and "
+                             "of the CPU cores (default: the one GPU CUDA_VISIBLE_DEVICES shows first)")
     args = parser.parse_args(argv)
     if args.configs is not None and args.limit_configs is not None:
         parser.error("--configs and --limit-configs exclude each other")
+    if args.gpus is not None and args.resume_from is not None:
+        parser.error("--resume-from seeds one journal; with --gpus each GPU resumes its own journal "
+                     "(<out stem>.gpu<N>.journal) in place")
     kernel = get_kernel(args.kernel)
     if args.dtype not in kernel.DTYPES:
         parser.error(f"unknown dtype {args.dtype!r} for {args.kernel}; allowed: {', '.join(kernel.DTYPES)}")
@@ -264,12 +286,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     command = ["python", "-m", "tunebench.collect", *(argv if argv is not None else sys.argv[1:])]
+    configs = json.loads(args.configs.read_text()) if args.configs else None
     try:
-        complete = sweep(args.kernel, args.dtype, shapes, args.out, compile_workers=args.compile_workers,
-                         stop_after_s=args.stop_after_s, limit_configs=args.limit_configs, seed=args.seed,
-                         command=command, configs=json.loads(args.configs.read_text()) if args.configs else None,
-                         resume_from=args.resume_from)
-    except ValueError as error:  # a config outside the space, a journal that cannot be resumed from
+        if args.gpus is None:
+            complete = sweep(args.kernel, args.dtype, shapes, args.out, compile_workers=args.compile_workers,
+                             stop_after_s=args.stop_after_s, limit_configs=args.limit_configs, seed=args.seed,
+                             command=command, configs=configs, resume_from=args.resume_from)
+        else:
+            from tunebench.collect_gpus import parse_gpus, sweep_on_gpus
+
+            complete = sweep_on_gpus(args.kernel, args.dtype, shapes, args.out, parse_gpus(args.gpus),
+                                     compile_workers=args.compile_workers, stop_after_s=args.stop_after_s,
+                                     limit_configs=args.limit_configs, seed=args.seed, command=command,
+                                     configs=configs)
+    except ValueError as error:  # a config outside the space, a journal that cannot be resumed from, bad --gpus
         parser.error(str(error))
     return 0 if complete else 3
 

@@ -1,0 +1,90 @@
+"""One sweep over several GPUs: the deal of shapes and cores, one child process per GPU that sees that GPU alone and
+runs on its own cores, resumption per GPU, and the merged dataset. The measuring back end is the CPU stand-in."""
+
+import os
+
+import pytest
+
+from tunebench.collect import Journal
+from tunebench.collect_gpus import deal_shapes, gpu_out, parse_gpus, split_cores, sweep_on_gpus
+from tunebench.kernels import matmul
+from tunebench.measure.dataset import load_dataset
+
+import stand_in_bench
+
+SHAPES = [(3, 32, 48), (5, 64, 32), (7, 48, 64), (9, 40, 24), (2, 16, 16)]
+
+
+class VisibleGpuBench(stand_in_bench.StandInBench):
+    """Latencies from the config; its provenance says which GPU the process sees, on which cores it runs and the
+    seed of its inputs."""
+
+    def __init__(self, *args, seed=0, **kwargs):
+        super().__init__(*args, seed=seed, **kwargs)
+        self.seed = seed
+
+    def latency_ms(self, config, shape):
+        return config["BLOCK_M"] * 0.001 + shape[0] * 0.1
+
+    def provenance(self, command=()):
+        return {**super().provenance(command), "visible_gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                "cores": sorted(os.sched_getaffinity(0)), "seed": self.seed}
+
+
+class FailsOnGpuOne(VisibleGpuBench):
+    def __init__(self, *args, **kwargs):
+        if os.environ.get("CUDA_VISIBLE_DEVICES") == "1":
+            raise RuntimeError("stand-in: no such device")
+        super().__init__(*args, **kwargs)
+
+
+def test_gpu_lists_and_the_deal_of_shapes_and_cores():
+    assert parse_gpus("0,1") == [0, 1] and parse_gpus("3") == [3]
+    for bad in ("", "0,0", "-1", "a,b"):
+        with pytest.raises(ValueError, match=f"bad GPU list {bad!r}"):
+            parse_gpus(bad)
+    shares = deal_shapes("matmul", SHAPES, 2)
+    assert sorted(shares[0] + shares[1]) == sorted(SHAPES) and [len(share) for share in shares] == [3, 2]
+    assert shares == deal_shapes("matmul", list(reversed(SHAPES)), 2), "the same deal whatever the order given"
+    order = sorted(SHAPES, key=lambda shape: (matmul.specialization(shape), shape))
+    assert shares[0] == order[0::2]
+    assert split_cores(range(5), 2) == [[0, 1, 2], [3, 4]] and split_cores([7, 6], 2) == [[6], [7]]
+    with pytest.raises(ValueError, match="1 CPU cores cannot be shared by 2 GPUs"):
+        split_cores([0], 2)
+
+
+def test_a_sweep_over_two_gpus_resumes_per_gpu_and_merges_every_shape(tmp_path):
+    out = tmp_path / "two.parquet"
+    cores = split_cores(sorted(os.sched_getaffinity(0)), 2)
+    assert not sweep_on_gpus("matmul", "bfloat16", SHAPES, out, [0, 1], limit_configs=6, seed=7, stop_after_s=0.0,
+                             make_bench=VisibleGpuBench)
+    assert not out.exists()
+    assert sweep_on_gpus("matmul", "bfloat16", SHAPES, out, [0, 1], limit_configs=6, seed=7,
+                         make_bench=VisibleGpuBench)
+    dataset = load_dataset(out)
+    assert sorted(dataset.shapes()) == sorted(SHAPES) and len(dataset.measurements) == 6 * len(SHAPES)
+    shares = deal_shapes("matmul", SHAPES, 2)
+    for gpu, share, own_cores in zip((0, 1), shares, cores):
+        records = Journal(gpu_out(out, gpu).with_suffix(".journal") / "journal.jsonl").read()
+        assert {tuple(r["shape"]) for r in records if r["kind"] == "config"} == set(share)
+        sittings = [r["provenance"] for r in records if r["kind"] == "provenance"]
+        assert len(sittings) == 2 and all(s["visible_gpus"] == str(gpu) and s["cores"] == own_cores and s["seed"] == 7
+                                          for s in sittings)
+        assert not gpu_out(out, gpu).exists(), "only the merged dataset is written"
+    assert len(dataset.provenance["sittings"]) == 4
+
+
+def test_a_gpu_whose_collector_fails_is_named(tmp_path):
+    with pytest.raises(RuntimeError, match=r"failed on GPU 1 \(exit status 1\)"):
+        sweep_on_gpus("matmul", "bfloat16", SHAPES, tmp_path / "failing.parquet", [0, 1], limit_configs=2,
+                      make_bench=FailsOnGpuOne)
+
+
+def test_the_command_line_refuses_one_journal_for_several_gpus_and_a_bad_gpu_list(tmp_path, capsys):
+    from tunebench.collect import main
+
+    for arguments, message in ((["--gpus", "0,1", "--resume-from", "j.jsonl.gz"], "each GPU resumes its own journal"),
+                               (["--gpus", "0,0"], "bad GPU list '0,0'")):
+        with pytest.raises(SystemExit):
+            main(["--shapes", "3x32x48", "--out", str(tmp_path / "x.parquet"), "--limit-configs", "2", *arguments])
+        assert message in capsys.readouterr().err
