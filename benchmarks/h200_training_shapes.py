@@ -90,7 +90,8 @@ def main() -> int:
         print(text)
         return 0
     drawn = draw()
-    measured = {tuple(int(size) for size in shape) for shape in load_dataset(DATASET, kernel="matmul").shapes()}
+    measured = ({tuple(int(size) for size in shape) for shape in load_dataset(DATASET, kernel="matmul").shapes()}
+                if args.check or args.remaining else set())
     listed = [shape for shape in drawn if shape not in measured] if args.remaining else drawn
     for first in range(0, len(listed), BATCH):
         print(",".join(f"{m}x{n}x{k}" for m, n, k in listed[first:first + BATCH]))
@@ -103,6 +104,7 @@ def main() -> int:
         f"{sum(shape in measured for shape in drawn[first:first + BATCH])}"
         for first in range(0, COUNT, BATCH)))
     return 0
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -265,7 +265,7 @@ def test_best_config_agreement_judges_the_other_gpus_fastest_by_the_primarys_lat
     same = pooled_training.best_config_agreement(data, data)
     assert len(same) == len(data.shapes) and (same["efficiency"] == 1).all()
     count = len(data.candidates)
-    reversed_latency = data.latency_ms.reshape(-1, count)[:, ::-1].ravel()  # the other GPU's candidates' order reversed
+    reversed_latency = data.latency_ms.reshape(-1, count)[:, ::-1].ravel()  # each candidate timed as its mirror is
     other = replace(data, latency_ms=reversed_latency, shapes=data.shapes[:2], group=data.group[:2 * count])
     judged = pooled_training.best_config_agreement(data, other)
     latency = data.latency_ms.reshape(-1, count)[:2]
