@@ -4,6 +4,7 @@ runs on its own cores, resumption per GPU, and the merged dataset. The measuring
 import os
 
 import pytest
+import torch
 
 from tunebench.collect import Journal
 from tunebench.collect_gpus import deal_shapes, gpu_out, parse_gpus, split_cores, sweep_on_gpus
@@ -88,3 +89,14 @@ def test_the_command_line_refuses_one_journal_for_several_gpus_and_a_bad_gpu_lis
         with pytest.raises(SystemExit):
             main(["--shapes", "3x32x48", "--out", str(tmp_path / "x.parquet"), "--limit-configs", "2", *arguments])
         assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU, where every collector fails")
+def test_the_command_line_names_the_gpu_whose_collector_died(tmp_path, capsys):
+    """No GPU here: every child's GpuBench fails, and the command says which GPUs, with exit status 1."""
+    from tunebench.collect import main
+
+    status = main(["--shapes", "3x32x48,5x64x32", "--out", str(tmp_path / "x.parquet"), "--limit-configs", "2",
+                   "--gpus", "0,1"])
+    assert status == 1
+    assert "error: the collector failed on GPU 0 (exit status 1), GPU 1 (exit status 1)" in capsys.readouterr().err

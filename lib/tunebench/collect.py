@@ -301,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      configs=configs)
     except ValueError as error:  # a config outside the space, a journal that cannot be resumed from, bad --gpus
         parser.error(str(error))
+    except RuntimeError as error:  # a GPU's collector died (--gpus); its own traceback is printed above
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     return 0 if complete else 3
 
 
