@@ -40,7 +40,7 @@ from tunebench.measure.dataset import load_dataset
 from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import alignment, shape_efficiency
 from tunebench.predict.model import ConfigRanker, RankerSettings, TrainingData, training_data
-from tunebench.predict.pooling import pool, pooled_folds
+from tunebench.predict.pooling import check_comparable, pool, pooled_folds
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,8 +89,7 @@ def current_rows(table: pd.DataFrame, extra_shapes: Mapping[str, int]) -> pd.Dat
 def best_config_agreement(primary: TrainingData, other: TrainingData) -> pd.DataFrame:
     """Per shape both datasets hold: the efficiency, judged by the primary GPU's measurements, of the other GPU's
     fastest candidate (1 when both GPUs find the same candidate fastest)."""
-    if other.candidates.shape != primary.candidates.shape or (other.candidates != primary.candidates).any():
-        raise ValueError(f"{other.gpu}'s candidates are not {primary.gpu}'s: no config can be compared")
+    check_comparable(primary, other)
     index = {tuple(shape): position for position, shape in enumerate(other.shapes.tolist())}
     rows = []
     for position, shape in enumerate(primary.shapes.tolist()):

@@ -273,7 +273,7 @@ def test_best_config_agreement_judges_the_other_gpus_fastest_by_the_primarys_lat
     np.testing.assert_allclose(judged["efficiency"], expected)
     summary = pooled_training.agreement_summary(judged)
     assert summary["count"].sum() == 2
-    with pytest.raises(ValueError, match="candidates"):
+    with pytest.raises(ValueError, match="other candidate configs"):
         pooled_training.best_config_agreement(data, replace(data, candidates=data.candidates[:-1]))
 
 

@@ -13,18 +13,24 @@ from tunebench.predict.evaluation import grouped_folds
 from tunebench.predict.model import TrainingData
 
 
+def check_comparable(primary: TrainingData, extra: TrainingData, index: int = 1) -> None:
+    """A clear error unless `extra` (the `index`-th extra dataset) has the primary's kernel, dtype, hardware and
+    candidates, in the same order: only then does a row of one stand for the same (shape, config) row of the other."""
+    for name in ("kernel", "dtype", "hardware"):
+        if getattr(extra, name) != getattr(primary, name):
+            raise ValueError(f"extra dataset {index} ({extra.gpu}) has {name} {getattr(extra, name)!r}, the "
+                             f"primary ({primary.gpu}) {getattr(primary, name)!r}; pooled data must agree")
+    if extra.candidates.shape != primary.candidates.shape or (extra.candidates != primary.candidates).any():
+        raise ValueError(f"extra dataset {index} ({extra.gpu}) has other candidate configs than the primary "
+                         f"({primary.gpu}); pooled data must share one candidate set")
+
+
 def pool(primary: TrainingData, extras: Sequence[TrainingData]) -> tuple[TrainingData, np.ndarray]:
     """`primary` with every row of `extras` appended, their shapes after its shapes; and per shape of the result, the
     index of its dataset (0: `primary`, i: `extras[i - 1]`). Every dataset must have the primary's kernel, dtype,
     candidates and hardware: the features carry no column that tells GPUs apart."""
     for index, extra in enumerate(extras, start=1):
-        for name in ("kernel", "dtype", "hardware"):
-            if getattr(extra, name) != getattr(primary, name):
-                raise ValueError(f"extra dataset {index} ({extra.gpu}) has {name} {getattr(extra, name)!r}, the "
-                                 f"primary ({primary.gpu}) {getattr(primary, name)!r}; pooled data must agree")
-        if extra.candidates.shape != primary.candidates.shape or (extra.candidates != primary.candidates).any():
-            raise ValueError(f"extra dataset {index} ({extra.gpu}) has other candidate configs than the primary "
-                             f"({primary.gpu}); pooled data must share one candidate set")
+        check_comparable(primary, extra, index)
     parts = [primary, *extras]
     offsets = np.cumsum([0] + [len(part.shapes) for part in parts])
     pooled = replace(
