@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tunebench.collect import (Journal, build_dataset, dataset_records, parse_shapes, provenance_records, sweep,
-                                sweep_provenance, whole_shapes)
+from tunebench.collect import (Journal, JournalBusy, build_dataset, dataset_records, main, parse_shapes,
+                                provenance_records, sweep, sweep_provenance, whole_shapes)
 from tunebench.measure.dataset import load_dataset
 
 import stand_in_bench
@@ -91,6 +91,19 @@ sweep("matmul", "bfloat16", SHAPES, Path({str(out)!r}), limit_configs=40, make_b
     assert "timing" not in first and second["timing"] == {"delay_s": 0.0}
     failures = dataset.measurements[dataset.measurements.status != "ok"]
     assert (failures.status == "compile_error").all() and failures.latency_ms.isna().all()
+
+
+def test_a_journal_another_collector_holds_is_refused_and_free_again_when_it_lets_go(tmp_path, capsys):
+    out = tmp_path / "held.parquet"
+    journal = Journal(out.with_suffix(".journal") / "journal.jsonl")
+    with journal.hold():
+        with pytest.raises(JournalBusy, match=rf"held.journal/journal.jsonl is being written by another collector "
+                                              rf"\(pid {os.getpid()}\)"):
+            sweep("matmul", "bfloat16", SHAPES, out, limit_configs=4, make_bench=StandInBench)
+        assert main(["--shapes", "3x32x48", "--out", str(out), "--limit-configs", "4"]) == 1
+        assert "is being written by another collector" in capsys.readouterr().err
+        assert journal.read() == [], "the refused sweeps wrote nothing"
+    assert sweep("matmul", "bfloat16", SHAPES, out, limit_configs=4, make_bench=StandInBench)
 
 
 def test_stop_after_budget_then_finish(tmp_path):

@@ -2,11 +2,16 @@
 runs on its own cores, resumption per GPU, and the merged dataset. The measuring back end is the CPU stand-in."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
 
-from tunebench.collect import Journal
+from tunebench.collect import Journal, JournalBusy, journal_of
 from tunebench.collect_gpus import deal_shapes, gpu_out, parse_gpus, split_cores, sweep_on_gpus
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
@@ -29,7 +34,7 @@ class VisibleGpuBench(stand_in_bench.StandInBench):
 
     def provenance(self, command=()):
         return {**super().provenance(command), "visible_gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                "cores": sorted(os.sched_getaffinity(0)), "seed": self.seed}
+                "cores": sorted(os.sched_getaffinity(0)), "seed": self.seed, "pid": os.getpid()}
 
 
 class FailsOnGpuOne(VisibleGpuBench):
@@ -79,6 +84,55 @@ def test_a_gpu_whose_collector_fails_is_named(tmp_path):
     with pytest.raises(RuntimeError, match=r"failed on GPU 1 \(exit status 1\)"):
         sweep_on_gpus("matmul", "bfloat16", SHAPES, tmp_path / "failing.parquet", [0, 1], limit_configs=2,
                       make_bench=FailsOnGpuOne)
+
+
+def test_a_gpu_journal_another_collector_holds_is_refused_before_any_collector_starts(tmp_path):
+    out = tmp_path / "held.parquet"
+    with journal_of(gpu_out(out, 1)).hold():
+        with pytest.raises(JournalBusy, match=r"held.gpu1.journal/journal.jsonl is being written by another"):
+            sweep_on_gpus("matmul", "bfloat16", SHAPES, out, [0, 1], limit_configs=2, make_bench=VisibleGpuBench)
+    assert not journal_of(gpu_out(out, 0)).read(), "GPU 0's collector never started"
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, dead but not yet reaped by its new parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_the_gpu_collectors_end_when_the_parent_is_killed(tmp_path):
+    """A parent killed outright (SIGKILL: no handler runs) leaves no collector measuring on its own, and the rerun
+    finds the journals free and finishes."""
+    out = tmp_path / "killed.parquet"
+    child = f"""
+import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+from pathlib import Path
+from test_collect_gpus import SHAPES, VisibleGpuBench
+from tunebench.collect_gpus import sweep_on_gpus
+sweep_on_gpus("matmul", "bfloat16", SHAPES, Path({str(out)!r}), [0, 1], limit_configs=200, make_bench=VisibleGpuBench)
+"""
+    parent = subprocess.Popen([sys.executable, "-c", child], env={**os.environ, "STAND_IN_DELAY_S": "0.05"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    journals = [journal_of(gpu_out(out, gpu)) for gpu in (0, 1)]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not all(
+            sum(r["kind"] == "config" for r in journal.read()) >= 5 for journal in journals):
+        time.sleep(0.1)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    pids = [r["provenance"]["pid"] for journal in journals for r in journal.read() if r["kind"] == "provenance"]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(map(_alive, pids)):
+        time.sleep(0.1)
+    assert not any(map(_alive, pids)), "a GPU's collector went on after its parent was killed"
+    measured = [len(journal.read()) for journal in journals]
+    time.sleep(0.5)
+    assert [len(journal.read()) for journal in journals] == measured
+    assert sweep_on_gpus("matmul", "bfloat16", SHAPES, out, [0, 1], limit_configs=200, make_bench=VisibleGpuBench)
+    assert len(load_dataset(out).measurements) == 200 * len(SHAPES)
 
 
 def test_the_command_line_refuses_one_journal_for_several_gpus_and_a_bad_gpu_list(tmp_path, capsys):

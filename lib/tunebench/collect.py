@@ -1,19 +1,22 @@
 """Exhaustive sweeps on a GPU: every valid config of a kernel over a list of shapes, recorded as a dataset.
 
 Resumable: every measurement is appended to a journal (one JSON line each, flushed at once), so a killed
-run continues where it stopped; the dataset file is written atomically once every shape is complete.
+run continues where it stopped; one collector at a time holds a journal; the dataset file is written atomically once
+every shape is complete.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import gzip
 import json
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -42,6 +45,10 @@ def parse_shapes(text: str, dimensions: int) -> list[Shape]:
     return shapes
 
 
+class JournalBusy(RuntimeError):
+    """Another live process holds the journal a sweep would write."""
+
+
 class Journal:
     """An append-only JSON-lines record of a sweep; a line cut short by a kill is ignored on reading.
 
@@ -67,6 +74,24 @@ class Journal:
         temporary.write_text("".join(line if line.endswith("\n") else line + "\n" for line in lines))
         os.replace(temporary, self.path)
         return len(self.read())
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """This journal for this process alone while the block runs: a second collector on it (the command started
+        twice, or a child of a killed `--gpus` parent still running) is refused rather than interleaving its records.
+        The lock is an flock, which the kernel drops when its holder dies, however it dies."""
+        with self.path.with_name(self.path.name + ".lock").open("a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                raise JournalBusy(f"{self.path} is being written by another collector (pid "
+                                  f"{handle.read().strip() or 'unknown'}): let it finish or stop it, then run the "
+                                  "command again") from None
+            handle.truncate(0)
+            handle.write(str(os.getpid()))
+            handle.flush()
+            yield
 
     def read(self) -> list[dict[str, Any]]:
         if not self.path.exists():
@@ -202,56 +227,59 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
     space = kernel.config_space()
     configs = sweep_configs(kernel_name, configs, limit_configs, seed)
     journal = journal_of(out)
-    if resume_from is not None:
-        print(f"journal started from {resume_from}: {journal.seed_from(resume_from)} records", flush=True)
-    records = journal.read()
-    done = {(tuple(r["shape"]), space.key(r["config"]) if r["kind"] == "config" else "vendor")
-            for r in records if r["kind"] in ("config", "vendor")}
-    compile_s = {(tuple(r["specialization"]), tuple(r["key"])): r["compile_s"] for r in records if r["kind"] == "compile"}
-    # Shapes that share a compiled binary run back to back, so each binary is compiled once per sitting.
-    shapes = sorted(shapes, key=lambda shape: (kernel.specialization(shape), shape))
-    todo = {shape: [c for c in configs if (shape, space.key(c)) not in done] for shape in shapes}
-    remaining = sum(len(v) for v in todo.values()) + sum((shape, "vendor") not in done for shape in shapes)
-    print(f"{kernel_name} {dtype}: {len(configs)} configs x {len(shapes)} shapes; "
-          f"{len(done)} measured before, {remaining} to go; journal {journal.path}", flush=True)
-    start = time.monotonic()
-    complete = True
-    with make_bench(kernel_name, dtype, compile_workers=compile_workers, timing=timing, seed=seed,
-                    known_compile_s=compile_s, on_compile=lambda special, key, seconds: journal.append(
-                        {"kind": "compile", "specialization": list(special), "key": list(key),
-                         "compile_s": seconds})) as bench:
-        journal.append({"kind": "provenance", "provenance": bench.provenance(command), "measured_before": len(done)})
-        with tqdm(total=remaining, unit="config", smoothing=0.05, mininterval=5.0, file=sys.stdout) as progress:
-            for shape in shapes:
-                if stop_after_s is not None and time.monotonic() - start > stop_after_s:
-                    complete = False
-                    break
-                if (shape, "vendor") not in done:
-                    journal.append(_result_record("vendor", shape, bench.measure_vendor(shape)))
-                    progress.update(1)
-                progress.set_postfix_str("x".join(map(str, shape)))
+    with journal.hold():
+        if resume_from is not None:
+            print(f"journal started from {resume_from}: {journal.seed_from(resume_from)} records", flush=True)
+        records = journal.read()
+        done = {(tuple(r["shape"]), space.key(r["config"]) if r["kind"] == "config" else "vendor")
+                for r in records if r["kind"] in ("config", "vendor")}
+        compile_s = {(tuple(r["specialization"]), tuple(r["key"])): r["compile_s"]
+                     for r in records if r["kind"] == "compile"}
+        # Shapes that share a compiled binary run back to back, so each binary is compiled once per sitting.
+        shapes = sorted(shapes, key=lambda shape: (kernel.specialization(shape), shape))
+        todo = {shape: [c for c in configs if (shape, space.key(c)) not in done] for shape in shapes}
+        remaining = sum(len(v) for v in todo.values()) + sum((shape, "vendor") not in done for shape in shapes)
+        print(f"{kernel_name} {dtype}: {len(configs)} configs x {len(shapes)} shapes; "
+              f"{len(done)} measured before, {remaining} to go; journal {journal.path}", flush=True)
+        start = time.monotonic()
+        complete = True
+        with make_bench(kernel_name, dtype, compile_workers=compile_workers, timing=timing, seed=seed,
+                        known_compile_s=compile_s, on_compile=lambda special, key, seconds: journal.append(
+                            {"kind": "compile", "specialization": list(special), "key": list(key),
+                             "compile_s": seconds})) as bench:
+            journal.append({"kind": "provenance", "provenance": bench.provenance(command),
+                            "measured_before": len(done)})
+            with tqdm(total=remaining, unit="config", smoothing=0.05, mininterval=5.0, file=sys.stdout) as progress:
+                for shape in shapes:
+                    if stop_after_s is not None and time.monotonic() - start > stop_after_s:
+                        complete = False
+                        break
+                    if (shape, "vendor") not in done:
+                        journal.append(_result_record("vendor", shape, bench.measure_vendor(shape)))
+                        progress.update(1)
+                    progress.set_postfix_str("x".join(map(str, shape)))
 
-                deadline = None if stop_after_s is None else start + stop_after_s
-                measured = 0
-                for _, result in bench.measure_iter(todo[shape], shape, deadline=deadline):
-                    journal.append(_result_record("config", shape, result))
-                    progress.update(1)
-                    measured += 1
-                if measured < len(todo[shape]):
-                    complete = False
-                    break
-    if not complete:
-        print(f"stopped after {time.monotonic() - start:.0f} s as asked; run the same command again to continue",
-              flush=True)
-        return False
-    if not save:
-        print(f"measured every shape in {time.monotonic() - start:.0f} s", flush=True)
+                    deadline = None if stop_after_s is None else start + stop_after_s
+                    measured = 0
+                    for _, result in bench.measure_iter(todo[shape], shape, deadline=deadline):
+                        journal.append(_result_record("config", shape, result))
+                        progress.update(1)
+                        measured += 1
+                    if measured < len(todo[shape]):
+                        complete = False
+                        break
+        if not complete:
+            print(f"stopped after {time.monotonic() - start:.0f} s as asked; run the same command again to continue",
+                  flush=True)
+            return False
+        if not save:
+            print(f"measured every shape in {time.monotonic() - start:.0f} s", flush=True)
+            return True
+        dataset = build_dataset(kernel_name, dtype, whole_shapes(journal.read(), configs, space.key))
+        save_dataset(dataset, out)
+        print(f"wrote {out} ({len(dataset.measurements)} measurements, {len(dataset.shapes())} shapes) "
+              f"in {time.monotonic() - start:.0f} s", flush=True)
         return True
-    dataset = build_dataset(kernel_name, dtype, whole_shapes(journal.read(), configs, space.key))
-    save_dataset(dataset, out)
-    print(f"wrote {out} ({len(dataset.measurements)} measurements, {len(dataset.shapes())} shapes) "
-          f"in {time.monotonic() - start:.0f} s", flush=True)
-    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -301,7 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      configs=configs)
     except ValueError as error:  # a config outside the space, a journal that cannot be resumed from, bad --gpus
         parser.error(str(error))
-    except RuntimeError as error:  # a GPU's collector died (--gpus); its own traceback is printed above
+    except RuntimeError as error:  # another collector holds the journal; or a GPU's collector died (--gpus), its own
+        # traceback printed above
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0 if complete else 3

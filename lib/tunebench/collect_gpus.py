@@ -1,16 +1,22 @@
 """One sweep over several GPUs of one host: the shapes dealt out between them, one collector process per GPU on its
 own share of the CPU cores (so each timing worker has a core of its own), each with its own journal, merged at the end.
+A GPU's collector ends with the parent process, however the parent ends.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from tunebench.collect import Shape, build_dataset, journal_of, sweep, sweep_configs, whole_shapes
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
 from tunebench.kernels import get_kernel
 from tunebench.measure.dataset import save_dataset
 
@@ -51,8 +57,19 @@ def gpu_out(out: Path, gpu: int) -> Path:
     return out.with_name(f"{out.stem}.gpu{gpu}{out.suffix}")
 
 
-def _sweep_on_gpu(gpu: int, cores: Sequence[int], arguments: dict[str, Any]) -> None:
+def _end_with_parent(parent: int) -> None:
+    """Linux: SIGTERM this process when `parent` dies (even by SIGKILL), and make SIGTERM unwind it, so the sweep's
+    bench shuts its compile and timing workers down; an orphan would otherwise go on measuring unwatched."""
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:  # the parent died before the request took effect
+        sys.exit(128 + signal.SIGTERM)
+
+
+def _sweep_on_gpu(gpu: int, cores: Sequence[int], arguments: dict[str, Any], parent: int) -> None:
     """A child process: this GPU alone, these cores alone, then the single-GPU sweep; exit status 0 when complete."""
+    _end_with_parent(parent)
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     os.sched_setaffinity(0, set(cores))
     raise SystemExit(0 if sweep(**arguments) else 3)
@@ -69,6 +86,10 @@ def sweep_on_gpus(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Pa
     chosen = sweep_configs(kernel_name, configs, limit_configs, seed)
     shares = deal_shapes(kernel_name, shapes, len(gpus))
     cores = split_cores(sorted(os.sched_getaffinity(0)), len(gpus))
+    for gpu, share in zip(gpus, shares):
+        if share:
+            with journal_of(gpu_out(out, gpu)).hold():  # refused now, not in a child, if another collector has it
+                pass
     context = multiprocessing.get_context("spawn")  # a forked child would inherit this process's CUDA state
     children = []
     for gpu, share, own_cores in zip(gpus, shares, cores):
@@ -76,7 +97,8 @@ def sweep_on_gpus(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Pa
             continue
         arguments = {"kernel_name": kernel_name, "dtype": dtype, "shapes": share, "out": gpu_out(out, gpu),
                      "configs": chosen, "seed": seed, "save": False, **sweep_arguments}
-        child = context.Process(target=_sweep_on_gpu, args=(gpu, own_cores, arguments), name=f"collect-gpu{gpu}")
+        child = context.Process(target=_sweep_on_gpu, args=(gpu, own_cores, arguments, os.getpid()),
+                                name=f"collect-gpu{gpu}")
         child.start()
         print(f"GPU {gpu}: {len(share)} shapes on cores {own_cores[0]}-{own_cores[-1]}, journal "
               f"{journal_of(gpu_out(out, gpu)).path}", flush=True)
