@@ -1,8 +1,10 @@
-"""Live search on a GPU: a strategy tunes the GEMM for one shape against the real device, on the wall clock,
-from a cold Triton cache; the trace records when each fraction of cuBLAS speed was first reached.
+"""Live search on a GPU: strategies tune the GEMM for each shape against the real device, on the wall clock, each
+from a cold Triton cache; the trace records when each fraction of cuBLAS speed, and of the best any strategy found
+for the shape, was first reached. A strategy `warm:<name>` is <name> warm-started with a predictor's top k configs.
 
 Run on a GPU machine: `PYTHONPATH=lib python3 benchmarks/live_search.py --strategies lfbo pattern random --seconds 120`
-(writes results/live_search/<gpu>_<shape>.parquet and .md).
+(writes results/live_search/<gpu>_<dtype>_<shape>.parquet and .md per shape). With a predictor:
+`... --strategies lfbo warm:lfbo --predictor results/config_prediction/matmul_bfloat16_h100.predictor --shapes A,B`.
 """
 
 from __future__ import annotations
@@ -13,70 +15,127 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Sequence
 
 import pandas as pd
 
 from tunebench.collect import parse_shapes
 from tunebench.measure.dataset import PARQUET_OPTIONS
+from tunebench.search import STRATEGIES, make_strategy
+from tunebench.search.base import Strategy
+from tunebench.search.warm_start import warm_start
+from tunebench.space import Space
 from tunebench.tables import markdown_table
 
 FRACTIONS_OF_VENDOR = (0.5, 0.71, 0.8, 0.9, 0.95)
+FRACTION_OF_BEST = 0.99  # of the best config any strategy found for the shape in this run
+WARM = "warm:"
 
 
-def first_time_reaching(trace: pd.DataFrame, vendor_ms: float, fraction: float) -> float:
-    """Wall seconds at which best-so-far first reached `fraction` of the vendor's speed (NaN if never)."""
-    reached = trace[vendor_ms / trace.best_ms >= fraction]
+def first_time_reaching(trace: pd.DataFrame, reference_ms: float, fraction: float) -> float:
+    """Wall seconds at which best-so-far first reached `fraction` of the reference's speed (NaN if never)."""
+    reached = trace[reference_ms / trace.best_ms >= fraction]
     return float(reached.time_s.iloc[0]) if len(reached) else float("nan")
+
+
+def evaluations_reaching(trace: pd.DataFrame, reference_ms: float, fraction: float) -> float:
+    """Unique evaluations until best-so-far first reached `fraction` of the reference's speed (NaN if never)."""
+    reached = (reference_ms / trace.best_ms >= fraction).to_numpy().nonzero()[0]
+    return float(reached[0] + 1) if len(reached) else float("nan")
+
+
+def check_strategy_names(names: Sequence[str], predictor: Path | None) -> None:
+    """Registered names, or `warm:<registered name>` when a predictor is given; a clear error otherwise."""
+    for name in names:
+        inner = name.removeprefix(WARM)
+        if inner not in STRATEGIES:
+            raise ValueError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, each also as "
+                             f"{WARM}<name> with --predictor")
+        if name.startswith(WARM) and predictor is None:
+            raise ValueError(f"strategy {name!r} is warm-started by a predictor: give --predictor")
+
+
+def live_strategy(name: str, space: Space, seed: int, seeds: Sequence[dict[str, Any]]) -> Strategy:
+    """The strategy `name`; for `warm:<inner>`, <inner> warm-started with `seeds` (the predictor's top k)."""
+    if name.startswith(WARM):
+        return warm_start(name.removeprefix(WARM), space, seeds, seed=seed)
+    return make_strategy(name, space, seed=seed)
+
+
+def summary_rows(traces: pd.DataFrame, setup_s: dict[str, float]) -> pd.DataFrame:
+    """Per strategy of one shape's traces: evaluations, seconds, the best against cuBLAS, and when each fraction of
+    cuBLAS and FRACTION_OF_BEST of the best any strategy found were first reached."""
+    best_of_run = traces.best_ms.min()
+    rows = []
+    for name, trace in traces.groupby("strategy", sort=False):
+        vendor_ms, best = float(trace.vendor_ms.iloc[0]), float(trace.best_ms.min())
+        row = {"strategy": name, "evaluations": len(trace), "search_s": round(float(trace.time_s.max()), 1),
+               "setup_s": round(setup_s[name], 1), "best_ms": round(best, 4), "cuBLAS_ms": round(vendor_ms, 4),
+               "best vs cuBLAS": round(vendor_ms / best, 3), "best vs run's best": round(best_of_run / best, 3),
+               f"evals to {FRACTION_OF_BEST} of run's best": evaluations_reaching(trace, best_of_run,
+                                                                                  FRACTION_OF_BEST),
+               f"s to {FRACTION_OF_BEST} of run's best": round(first_time_reaching(trace, best_of_run,
+                                                                                   FRACTION_OF_BEST), 1)}
+        for fraction in FRACTIONS_OF_VENDOR:
+            row[f"s to {fraction}x"] = round(first_time_reaching(trace, vendor_ms, fraction), 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strategies", nargs="+", default=["lfbo", "pattern", "random"])
-    parser.add_argument("--shape", default="4096x4096x4096")
+    parser.add_argument("--shapes", "--shape", default="4096x4096x4096", help="comma-separated MxNxK")
     parser.add_argument("--dtype", default="bfloat16")
-    parser.add_argument("--seconds", type=float, default=120.0, help="wall-clock budget per strategy")
+    parser.add_argument("--seconds", type=float, default=120.0, help="wall-clock budget per strategy and shape")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--predictor", type=Path, default=None, help="a saved predictor, for warm:<name> strategies")
+    parser.add_argument("--warm-k", type=int, default=10, help="configs a warm start measures first")
     parser.add_argument("--out", type=Path, default=Path("results/live_search"))
     args = parser.parse_args()
-    shape = parse_shapes(args.shape, 3)[0]
+    try:
+        shapes = parse_shapes(args.shapes, 3)
+        check_strategy_names(args.strategies, args.predictor)
+    except ValueError as error:
+        parser.error(str(error))
 
     from tunebench.measure.live import GpuBench, LiveEvaluator
-    from tunebench.search import make_strategy
+    from tunebench.predict import load_predictor
     from tunebench.study import Budget, run_search
 
-    traces, rows = [], []
-    for name in args.strategies:
-        # Every strategy starts from a cold compile cache, as a user tuning a new kernel would.
-        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"triton-{name}-")
-        started = time.monotonic()
-        with GpuBench("matmul", args.dtype, seed=args.seed) as bench:
-            vendor_ms = bench.measure_vendor(shape).latency_ms
-            setup_s = time.monotonic() - started
-            evaluator = LiveEvaluator(bench, shape)
-            strategy = make_strategy(name, bench.space, seed=args.seed)
-            trace = run_search(strategy, evaluator, Budget(seconds=args.seconds))
-            provenance = bench.provenance(["python", *sys.argv])
-        trace.insert(0, "strategy", name)
-        trace["vendor_ms"] = vendor_ms
-        traces.append(trace)
-        best = trace.best_ms.min()
-        row = {"strategy": name, "evaluations": len(trace), "search_s": round(float(trace.time_s.max()), 1),
-               "setup_s": round(setup_s, 1), "best_ms": round(best, 4), "cuBLAS_ms": round(vendor_ms, 4),
-               "best vs cuBLAS": round(vendor_ms / best, 3)}
-        for fraction in FRACTIONS_OF_VENDOR:
-            row[f"s to {fraction}x"] = round(first_time_reaching(trace, vendor_ms, fraction), 1)
-        rows.append(row)
-        print(row, flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = f"{provenance['gpu_name'].split()[1].lower()}_{args.dtype}_{'x'.join(map(str, shape))}"
-    pd.concat(traces, ignore_index=True).to_parquet(args.out / f"{stem}.parquet", index=False, **PARQUET_OPTIONS)
-    text = (f"# Live search, {args.dtype} GEMM {'x'.join(map(str, shape))} on {provenance['gpu_name']}\n\n"
-            f"Command: `{provenance['command']}` ({provenance['date']}, torch {provenance['torch']}, "
-            f"Triton {provenance['triton']}, {provenance['compile_workers']} compile workers)\n\n"
-            "Wall-clock seconds from the first ask, cold Triton cache; setup_s = worker start-up and the cuBLAS "
-            "measurement, before the search.\n\n" + markdown_table(pd.DataFrame(rows)) + "\n")
-    (args.out / f"{stem}.md").write_text(text)
-    print(text)
+    predictor = load_predictor(args.predictor) if args.predictor is not None else None
+    for shape in shapes:
+        traces, setup_s = [], {}
+        seeds = predictor.top_configs(shape, args.warm_k) if predictor is not None else []
+        for name in args.strategies:
+            # Every strategy starts from a cold compile cache, as a user tuning a new kernel would.
+            os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"triton-{name.replace(':', '-')}-")
+            started = time.monotonic()
+            with GpuBench("matmul", args.dtype, seed=args.seed) as bench:
+                vendor_ms = bench.measure_vendor(shape).latency_ms
+                setup_s[name] = time.monotonic() - started
+                strategy = live_strategy(name, bench.space, args.seed, seeds)
+                trace = run_search(strategy, LiveEvaluator(bench, shape), Budget(seconds=args.seconds))
+                provenance = bench.provenance(["python", *sys.argv])
+            trace.insert(0, "strategy", name)
+            trace["vendor_ms"] = vendor_ms
+            traces.append(trace)
+            print(name, "x".join(map(str, shape)), f"best {trace.best_ms.min():.4f} ms, cuBLAS {vendor_ms:.4f} ms",
+                  flush=True)
+        frame = pd.concat(traces, ignore_index=True)
+        args.out.mkdir(parents=True, exist_ok=True)
+        stem = f"{provenance['gpu_name'].split()[1].lower()}_{args.dtype}_{'x'.join(map(str, shape))}"
+        frame.to_parquet(args.out / f"{stem}.parquet", index=False, **PARQUET_OPTIONS)
+        warm = (f" Warm starts measure the top {args.warm_k} configs of `{args.predictor}` first."
+                if predictor is not None else "")
+        text = (f"# Live search, {args.dtype} GEMM {'x'.join(map(str, shape))} on {provenance['gpu_name']}\n\n"
+                f"Command: `{provenance['command']}` ({provenance['date']}, torch {provenance['torch']}, "
+                f"Triton {provenance['triton']}, {provenance['compile_workers']} compile workers)\n\n"
+                "Wall-clock seconds from the first ask, cold Triton cache; setup_s = worker start-up and the cuBLAS "
+                f"measurement, before the search; the run's best is the fastest config any strategy found.{warm}\n\n"
+                + markdown_table(summary_rows(frame, setup_s)) + "\n")
+        (args.out / f"{stem}.md").write_text(text)
+        print(text)
     return 0
 
 

@@ -1,0 +1,47 @@
+"""benchmarks/live_search.py's own logic, without a GPU: the strategy names it accepts, the warm start's first batch,
+and the per-strategy summary of one shape's traces."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tunebench.kernels import get_kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import live_search  # noqa: E402
+
+
+def test_strategy_names_are_registered_and_a_warm_start_needs_a_predictor():
+    live_search.check_strategy_names(["lfbo", "warm:pattern"], Path("model.predictor"))
+    with pytest.raises(ValueError, match="unknown strategy 'warm:nope'; known: .*lfbo"):
+        live_search.check_strategy_names(["warm:nope"], Path("model.predictor"))
+    with pytest.raises(ValueError, match="strategy 'warm:lfbo' is warm-started by a predictor: give --predictor"):
+        live_search.check_strategy_names(["lfbo", "warm:lfbo"], None)
+
+
+def test_a_warm_start_measures_the_predictors_configs_first_and_a_cold_one_does_not():
+    space = get_kernel("matmul").config_space()
+    seeds = space.sample(np.random.default_rng(3), 4, unique=True)
+    warm = live_search.live_strategy("warm:lfbo", space, 0, seeds)
+    assert warm.ask() == seeds
+    cold = live_search.live_strategy("lfbo", space, 0, seeds)
+    assert cold.ask() != seeds
+
+
+def test_the_summary_counts_evaluations_and_seconds_to_each_fraction():
+    trace = pd.DataFrame({"strategy": ["cold"] * 4 + ["warm"] * 3, "vendor_ms": 1.0,
+                          "time_s": [1.0, 2.0, 3.0, 4.0, 1.5, 2.5, 3.5],
+                          "best_ms": [4.0, 2.0, 1.25, 1.0, 1.1, 1.01, 1.01]})
+    rows = live_search.summary_rows(trace, {"cold": 5.0, "warm": 6.0}).set_index("strategy")
+    assert rows.loc["cold", "evals to 0.99 of run's best"] == 4 and rows.loc["warm", "evals to 0.99 of run's best"] == 2
+    assert rows.loc["warm", "s to 0.99 of run's best"] == 2.5 and rows.loc["warm", "best vs run's best"] == 0.99
+    assert rows.loc["cold", "s to 0.5x"] == 2.0 and rows.loc["warm", "s to 0.5x"] == 1.5
+    assert rows.loc["cold", "s to 0.95x"] == 4.0 and rows.loc["warm", "s to 0.95x"] == 2.5
+    assert rows.loc["warm", "evaluations"] == 3 and rows.loc["warm", "setup_s"] == 6.0
+
+    slower = trace.assign(best_ms=trace.best_ms.where(trace.strategy == "cold", 1.02))
+    rows = live_search.summary_rows(slower, {"cold": 5.0, "warm": 6.0}).set_index("strategy")
+    assert np.isnan(rows.loc["warm", "evals to 0.99 of run's best"]) and rows.loc["warm", "best vs run's best"] == 0.98
