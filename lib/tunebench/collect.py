@@ -287,7 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kernel", default="matmul")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--shapes", required=True,
-                        help="comma-separated, e.g. 1x4096x4096,16x14336x4096, or the name of one of the kernel's SHAPE_SETS")
+                        help="comma-separated, e.g. 1x4096x4096,16x14336x4096, or the name of one of the kernel's "
+                             "SHAPE_SETS")
     parser.add_argument("--out", type=Path, required=True, help="dataset parquet file to write when complete")
     parser.add_argument("--compile-workers", type=int, default=None, help="default: CPU cores - 1")
     parser.add_argument("--stop-after-s", type=float, default=None, help="stop cleanly after this many seconds")
