@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tunebench.collect import Shape, build_dataset, journal_of, sweep, sweep_configs, whole_shapes
-
-_PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
 from tunebench.kernels import get_kernel
 from tunebench.measure.dataset import save_dataset
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): set the signal this process gets when its parent dies
 
 
 def parse_gpus(text: str) -> list[int]:
