@@ -5,6 +5,8 @@ for the shape, was first reached. A strategy `warm:<name>` is <name> warm-starte
 Run on a GPU machine: `PYTHONPATH=lib python3 benchmarks/live_search.py --strategies lfbo pattern random --seconds 120`
 (writes results/live_search/<gpu>_<dtype>_<shape>.parquet and .md per shape). With a predictor:
 `... --strategies lfbo warm:lfbo --predictor results/config_prediction/matmul_bfloat16_h100.predictor --shapes A,B`.
+Anywhere, from recorded traces: `.venv/bin/python benchmarks/live_search.py --summarize T1.parquet T2.parquet ...
+--summary-out S.md` writes each shape's table and the medians over the shapes.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from tunebench.collect import parse_shapes
+from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import PARQUET_OPTIONS
 from tunebench.search import STRATEGIES, make_strategy
 from tunebench.search.base import Strategy
@@ -62,15 +66,17 @@ def live_strategy(name: str, space: Space, seed: int, seeds: Sequence[dict[str, 
     return make_strategy(name, space, seed=seed)
 
 
-def summary_rows(traces: pd.DataFrame, setup_s: dict[str, float]) -> pd.DataFrame:
+def summary_rows(traces: pd.DataFrame) -> pd.DataFrame:
     """Per strategy of one shape's traces: evaluations, seconds, the best against cuBLAS, and when each fraction of
-    cuBLAS and FRACTION_OF_BEST of the best any strategy found were first reached."""
+    cuBLAS and FRACTION_OF_BEST of the best any strategy found were first reached (setup_s: NaN in traces recorded
+    before it was kept)."""
     best_of_run = traces.best_ms.min()
     rows = []
     for name, trace in traces.groupby("strategy", sort=False):
         vendor_ms, best = float(trace.vendor_ms.iloc[0]), float(trace.best_ms.min())
+        setup_s = float(trace.setup_s.iloc[0]) if "setup_s" in trace else float("nan")
         row = {"strategy": name, "evaluations": len(trace), "search_s": round(float(trace.time_s.max()), 1),
-               "setup_s": round(setup_s[name], 1), "best_ms": round(best, 4), "cuBLAS_ms": round(vendor_ms, 4),
+               "setup_s": round(setup_s, 1), "best_ms": round(best, 4), "cuBLAS_ms": round(vendor_ms, 4),
                "best vs cuBLAS": round(vendor_ms / best, 3), "best vs run's best": round(best_of_run / best, 3),
                f"evals to {FRACTION_OF_BEST} of run's best": evaluations_reaching(trace, best_of_run,
                                                                                   FRACTION_OF_BEST),
@@ -80,6 +86,34 @@ def summary_rows(traces: pd.DataFrame, setup_s: dict[str, float]) -> pd.DataFram
             row[f"s to {fraction}x"] = round(first_time_reaching(trace, vendor_ms, fraction), 1)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def across_shapes(summaries: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Per strategy, over shapes' `summary_rows`: the median evaluations and seconds to FRACTION_OF_BEST of each run's
+    best (a shape never reached counts as the slowest), and on how many shapes it took at most 20 evaluations."""
+    frame = pd.concat(summaries, ignore_index=True)
+    evaluations, seconds = (f"evals to {FRACTION_OF_BEST} of run's best", f"s to {FRACTION_OF_BEST} of run's best")
+    rows = []
+    for name, part in frame.groupby("strategy", sort=False):
+        rows.append({"strategy": name, "shapes": len(part),
+                     f"median evals to {FRACTION_OF_BEST} of run's best": part[evaluations].fillna(np.inf).median(),
+                     f"median s to {FRACTION_OF_BEST} of run's best": part[seconds].fillna(np.inf).median(),
+                     "shapes within 20 evals": int((part[evaluations] <= 20).sum()),
+                     "shapes never": int(part[evaluations].isna().sum())})
+    return pd.DataFrame(rows)
+
+
+def summarize(traces: Sequence[Path], out: Path, command: str) -> str:
+    """Each recorded trace's table, then `across_shapes` over them, written to `out` (markdown); returns the text."""
+    summaries, parts = [], []
+    for path in traces:
+        summary = summary_rows(pd.read_parquet(path))
+        summaries.append(summary)
+        parts.append(f"## {path.stem}\n\n{markdown_table(summary)}")
+    text = "\n\n".join([f"# Live search over {len(traces)} shapes\n\nCommand: `{command}`",
+                          "Per strategy, over the shapes:", markdown_table(across_shapes(summaries)), *parts]) + "\n"
+    write_text_atomically(out, text)
+    return text
 
 
 def main() -> int:
@@ -92,7 +126,19 @@ def main() -> int:
     parser.add_argument("--predictor", type=Path, default=None, help="a saved predictor, for warm:<name> strategies")
     parser.add_argument("--warm-k", type=int, default=10, help="configs a warm start measures first")
     parser.add_argument("--out", type=Path, default=Path("results/live_search"))
+    parser.add_argument("--summarize", type=Path, nargs="+", default=None,
+                        help="recorded traces (.parquet) to summarize instead of searching; no GPU needed")
+    parser.add_argument("--summary-out", type=Path, default=None, help="where --summarize writes its markdown")
     args = parser.parse_args()
+    if args.summarize is not None:
+        if args.summary_out is None:
+            parser.error("--summarize needs --summary-out")
+        missing = [str(path) for path in args.summarize if not path.exists()]
+        if missing:
+            parser.error(f"no such trace: {', '.join(missing)}")
+        command = " ".join([".venv/bin/python", *sys.argv])
+        print(summarize(args.summarize, args.summary_out, command))
+        return 0
     try:
         shapes = parse_shapes(args.shapes, 3)
         check_strategy_names(args.strategies, args.predictor)
@@ -105,7 +151,7 @@ def main() -> int:
 
     predictor = load_predictor(args.predictor) if args.predictor is not None else None
     for shape in shapes:
-        traces, setup_s = [], {}
+        traces = []
         seeds = predictor.top_configs(shape, args.warm_k) if predictor is not None else []
         for name in args.strategies:
             # Every strategy starts from a cold compile cache, as a user tuning a new kernel would.
@@ -113,12 +159,13 @@ def main() -> int:
             started = time.monotonic()
             with GpuBench("matmul", args.dtype, seed=args.seed) as bench:
                 vendor_ms = bench.measure_vendor(shape).latency_ms
-                setup_s[name] = time.monotonic() - started
+                setup_s = time.monotonic() - started
                 strategy = live_strategy(name, bench.space, args.seed, seeds)
                 trace = run_search(strategy, LiveEvaluator(bench, shape), Budget(seconds=args.seconds))
                 provenance = bench.provenance(["python", *sys.argv])
             trace.insert(0, "strategy", name)
             trace["vendor_ms"] = vendor_ms
+            trace["setup_s"] = setup_s
             traces.append(trace)
             print(name, "x".join(map(str, shape)), f"best {trace.best_ms.min():.4f} ms, cuBLAS {vendor_ms:.4f} ms",
                   flush=True)
@@ -133,8 +180,8 @@ def main() -> int:
                 f"Triton {provenance['triton']}, {provenance['compile_workers']} compile workers)\n\n"
                 "Wall-clock seconds from the first ask, cold Triton cache; setup_s = worker start-up and the cuBLAS "
                 f"measurement, before the search; the run's best is the fastest config any strategy found.{warm}\n\n"
-                + markdown_table(summary_rows(frame, setup_s)) + "\n")
-        (args.out / f"{stem}.md").write_text(text)
+                + markdown_table(summary_rows(frame)) + "\n")
+        write_text_atomically(args.out / f"{stem}.md", text)
         print(text)
     return 0
 

@@ -31,17 +31,40 @@ def test_a_warm_start_measures_the_predictors_configs_first_and_a_cold_one_does_
     assert cold.ask() != seeds
 
 
+def _traces():
+    return pd.DataFrame({"strategy": ["cold"] * 4 + ["warm"] * 3, "vendor_ms": 1.0,
+                         "setup_s": [5.0] * 4 + [6.0] * 3, "time_s": [1.0, 2.0, 3.0, 4.0, 1.5, 2.5, 3.5],
+                         "best_ms": [4.0, 2.0, 1.25, 1.0, 1.1, 1.01, 1.01]})
+
+
 def test_the_summary_counts_evaluations_and_seconds_to_each_fraction():
-    trace = pd.DataFrame({"strategy": ["cold"] * 4 + ["warm"] * 3, "vendor_ms": 1.0,
-                          "time_s": [1.0, 2.0, 3.0, 4.0, 1.5, 2.5, 3.5],
-                          "best_ms": [4.0, 2.0, 1.25, 1.0, 1.1, 1.01, 1.01]})
-    rows = live_search.summary_rows(trace, {"cold": 5.0, "warm": 6.0}).set_index("strategy")
+    trace = _traces()
+    rows = live_search.summary_rows(trace).set_index("strategy")
     assert rows.loc["cold", "evals to 0.99 of run's best"] == 4 and rows.loc["warm", "evals to 0.99 of run's best"] == 2
     assert rows.loc["warm", "s to 0.99 of run's best"] == 2.5 and rows.loc["warm", "best vs run's best"] == 0.99
     assert rows.loc["cold", "s to 0.5x"] == 2.0 and rows.loc["warm", "s to 0.5x"] == 1.5
     assert rows.loc["cold", "s to 0.95x"] == 4.0 and rows.loc["warm", "s to 0.95x"] == 2.5
     assert rows.loc["warm", "evaluations"] == 3 and rows.loc["warm", "setup_s"] == 6.0
 
-    slower = trace.assign(best_ms=trace.best_ms.where(trace.strategy == "cold", 1.02))
-    rows = live_search.summary_rows(slower, {"cold": 5.0, "warm": 6.0}).set_index("strategy")
+    slower = trace.assign(best_ms=trace.best_ms.where(trace.strategy == "cold", 1.02)).drop(columns="setup_s")
+    rows = live_search.summary_rows(slower).set_index("strategy")
     assert np.isnan(rows.loc["warm", "evals to 0.99 of run's best"]) and rows.loc["warm", "best vs run's best"] == 0.98
+    assert np.isnan(rows.loc["warm", "setup_s"]), "a trace recorded without setup_s says so"
+
+
+def test_the_medians_over_shapes_count_a_shape_never_reached_as_the_slowest(tmp_path):
+    first, second = _traces(), _traces()
+    second.loc[second.strategy == "warm", "best_ms"] = 1.02  # warm never reaches 0.99 of cold's 1.0 here
+    third = _traces().assign(best_ms=lambda frame: frame.best_ms.where(frame.strategy == "warm", 9.0))
+    paths = []
+    for index, frame in enumerate((first, second, third)):
+        paths.append(tmp_path / f"shape{index}.parquet")
+        frame.to_parquet(paths[-1])
+    text = live_search.summarize(paths, tmp_path / "summary.md", "the command")
+    rows = live_search.across_shapes([live_search.summary_rows(pd.read_parquet(path)) for path in paths])
+    rows = rows.set_index("strategy")
+    assert rows.loc["warm", "median evals to 0.99 of run's best"] == 2  # 2, never, 2
+    assert rows.loc["cold", "median evals to 0.99 of run's best"] == 4  # 4, 4, never
+    assert rows.loc["warm", "shapes within 20 evals"] == 2 and rows.loc["warm", "shapes never"] == 1
+    assert rows.loc["cold", "shapes never"] == 1 and rows.loc["cold", "shapes"] == 3
+    assert "Command: `the command`" in text and "## shape2" in text and (tmp_path / "summary.md").read_text() == text
