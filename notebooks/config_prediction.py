@@ -26,10 +26,12 @@ from dataclasses import replace
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import display
 from threadpoolctl import threadpool_limits
 
+from tunebench.live_traces import across_shapes, summary_rows
 from tunebench.measure.replay import ReplayEvaluator
-from tunebench.plots import plot_efficiency_cdf, resolve_dataset
+from tunebench.plots import plot_efficiency_cdf, plot_live_traces, resolve_dataset
 from tunebench.predict import by_family, fit_predictor, grouped_folds, read_header, summarize_efficiency, training_data
 from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import retimed_efficiency, shape_efficiency, thin_shapes
@@ -55,6 +57,7 @@ seeds_k = 10  # the model's top configs the warm start measures first
 budget = 150  # unique evaluations per traced search
 cdf_from = 0.6  # left end of the efficiency axis
 retime_journal = "results/config_prediction/retime_h100_preregistered.csv"  # side-by-side re-timing (picks beside it, .picks.csv)
+live_traces = "results/live_search/*.parquet"  # live searches (benchmarks/live_search.py); those with a warm start are shown
 
 # %%
 recorded = open_dataset(resolve_dataset(dataset))
@@ -64,7 +67,7 @@ per_shape = pd.read_csv(results / "per_shape.csv")
 header = read_header(next(results.glob("*.predictor")))
 show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "results_dir": results_dir, "fold": fold,
                  "fold_fraction": fold_fraction, "permutation_repeats": permutation_repeats, "importance_models": importance_models, "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
-                 "cdf_from": cdf_from, "retime_journal": retime_journal},
+                 "cdf_from": cdf_from, "retime_journal": retime_journal, "live_traces": live_traces},
                 {"kernel": data.kernel, "dtype": data.dtype, "gpu": data.gpu, "shapes": len(data.shapes),
                  "candidates": len(data.candidates), "deployed model": str(header["settings"]),
                  "measured": recorded.provenance.get("date", "?")})
@@ -175,3 +178,20 @@ for axis, index in zip(axes[0], chosen):
     axis.set(title="x".join(map(str, shape)), xlabel="unique evaluations", xscale="log")
 axes[0][0].set(ylabel="fraction of optimum (optimum / best so far)")
 figure.legend(*axes[0][0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5));
+
+# %% [markdown]
+# ## Warm start live, on the GPU
+# Recorded live searches (`benchmarks/live_search.py`, over the whole config space, on the wall clock from a cold
+# Triton cache, compiles included) whose strategies include a warm start: per shape, each strategy's best so far as a
+# fraction of the run's best (the fastest config either search found). Dotted: 0.99. The table gives the medians over
+# these shapes (a shape never reached counts as the slowest).
+
+# %%
+live = {path.stem: pd.read_parquet(path) for path in sorted(repo_path(".").glob(live_traces))}
+live = {name: trace for name, trace in live.items() if trace["strategy"].str.startswith("warm:").any()}
+if live:
+    display(across_shapes([summary_rows(trace) for trace in live.values()]))
+    plot_live_traces(live)
+else:
+    print(f"no live traces with a warm start match {live_traces}")
+

@@ -1,5 +1,5 @@
-"""benchmarks/live_search.py's own logic, without a GPU: the strategy names it accepts, the warm start's first batch,
-and the per-strategy summary of one shape's traces."""
+"""Live searches without a GPU: benchmarks/live_search.py's strategy names and warm start's first batch, and
+tunebench.live_traces' summary of one shape's traces and medians over shapes."""
 
 import sys
 from pathlib import Path
@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from tunebench.kernels import get_kernel
+from tunebench.live_traces import across_shapes, summary_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import live_search  # noqa: E402
@@ -39,7 +40,7 @@ def _traces():
 
 def test_the_summary_counts_evaluations_and_seconds_to_each_fraction():
     trace = _traces()
-    rows = live_search.summary_rows(trace).set_index("strategy")
+    rows = summary_rows(trace).set_index("strategy")
     assert rows.loc["cold", "evals to 0.99 of run's best"] == 4 and rows.loc["warm", "evals to 0.99 of run's best"] == 2
     assert rows.loc["warm", "s to 0.99 of run's best"] == 2.5 and rows.loc["warm", "best vs run's best"] == 0.99
     assert rows.loc["cold", "s to 0.5x"] == 2.0 and rows.loc["warm", "s to 0.5x"] == 1.5
@@ -47,7 +48,7 @@ def test_the_summary_counts_evaluations_and_seconds_to_each_fraction():
     assert rows.loc["warm", "evaluations"] == 3 and rows.loc["warm", "setup_s"] == 6.0
 
     slower = trace.assign(best_ms=trace.best_ms.where(trace.strategy == "cold", 1.02)).drop(columns="setup_s")
-    rows = live_search.summary_rows(slower).set_index("strategy")
+    rows = summary_rows(slower).set_index("strategy")
     assert np.isnan(rows.loc["warm", "evals to 0.99 of run's best"]) and rows.loc["warm", "best vs run's best"] == 0.98
     assert np.isnan(rows.loc["warm", "setup_s"]), "a trace recorded without setup_s says so"
 
@@ -61,7 +62,7 @@ def test_the_medians_over_shapes_count_a_shape_never_reached_as_the_slowest(tmp_
         paths.append(tmp_path / f"shape{index}.parquet")
         frame.to_parquet(paths[-1])
     text = live_search.summarize(paths, tmp_path / "summary.md", "the command")
-    rows = live_search.across_shapes([live_search.summary_rows(pd.read_parquet(path)) for path in paths])
+    rows = across_shapes([summary_rows(pd.read_parquet(path)) for path in paths])
     rows = rows.set_index("strategy")
     assert rows.loc["warm", "median evals to 0.99 of run's best"] == 2  # 2, never, 2
     assert rows.loc["cold", "median evals to 0.99 of run's best"] == 4  # 4, 4, never

@@ -109,10 +109,12 @@ def test_sampled_configs_reads_the_study_and_draws_pca_and_failures(tiny_study, 
 def test_config_prediction_draws_efficiency_families_importances_and_traces(tmp_path: Path) -> None:
     text = render("config_prediction.py", tmp_path, {"fold_fraction": 0.1, "permutation_repeats": 1, "trace_shapes": 1,
                                                      "budget": 20})
-    # efficiency CDFs (replay, re-timed side by side), permutation importances, warm vs cold traces
-    assert len(FIGURE.findall(text)) == 4
+    # efficiency CDFs (replay, re-timed side by side), permutation importances, warm vs cold traces, live traces
+    assert len(FIGURE.findall(text)) == 5
     assert len(DATA_TABLE.findall(text)) == 1, "the per-family table"
     assert "M &lt; 8" in text or "M < 8" in text
+    assert "median evals to 0.99 of run&#x27;s best" in text or "median evals to 0.99 of run's best" in text
+    assert "warm:lfbo" in text, "the recorded live searches with a warm start"
     assert "Traceback" not in text
 
 

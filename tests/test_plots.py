@@ -377,3 +377,16 @@ def test_efficiency_cdf_draws_one_curve_per_picker_and_counts_shapes_left_of_the
     with pytest.raises(ValueError, match="left must lie in \\(0, 1\\), got 1.2"):
         plots.plot_efficiency_cdf(axis, {}, 1.2)
     plt.close(figure)
+
+
+def test_live_traces_draw_each_strategys_fraction_of_the_runs_best_against_wall_seconds() -> None:
+    trace = pd.DataFrame({"strategy": ["cold", "cold", "warm:cold"], "time_s": [1.0, 2.0, 0.5],
+                          "best_ms": [2.0, 1.0, 1.25]})
+    figure = plots.plot_live_traces({"a": trace, "b": trace.assign(best_ms=[4.0, 4.0, 1.0])})
+    first, second = figure.axes
+    assert [ax.get_title() for ax in figure.axes] == ["a", "b"] and "seconds" in first.get_xlabel()
+    cold, warm = first.lines[:2]
+    assert list(cold.get_ydata()) == [0.5, 1.0] and list(warm.get_ydata()) == [0.8]
+    assert list(second.lines[0].get_ydata()) == [0.25, 0.25] and list(second.lines[1].get_ydata()) == [1.0]
+    assert first.lines[2].get_ydata()[0] == 0.99, "the mark"
+    plt.close(figure)

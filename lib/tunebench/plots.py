@@ -1,4 +1,4 @@
-"""Figures and tables of the notebooks: best-so-far traces, PCA of sampled configs, failures, search-space views,
+"""Figures and tables of the notebooks: best-so-far traces (replayed and live), PCA of sampled configs, failures, search-space views,
 the roofline, efficiency CDFs of config prediction; and `StudyPlan`, the replay study that strategy_comparison runs and sampled_configs reuses."""
 
 from __future__ import annotations
@@ -290,6 +290,24 @@ def _check_tasks(by_kernel: Mapping[str, Sequence[str]], tasks: pd.Series) -> No
     unknown = [name for names in by_kernel.values() for name in names if name not in known]
     if unknown:
         raise ValueError(f"tasks {unknown} of by_kernel are not in the study; its tasks: {', '.join(tasks.unique())}")
+
+
+def plot_live_traces(traces: Mapping[str, pd.DataFrame], col_wrap: int = 5, mark: float = 0.99) -> Figure:
+    """Live searches on the wall clock (`benchmarks/live_search.py` traces, by title): per shape, each strategy's best
+    so far as a fraction of the run's best (the fastest config any strategy found there), against seconds from the
+    first ask; dotted at `mark`."""
+    colors = strategy_colors(list(dict.fromkeys(name for trace in traces.values() for name in trace["strategy"])))
+    figure, axes = _grid(len(traces), col_wrap, sharey=True, extra_height=0.4)
+    for ax, (title, trace) in zip(axes, traces.items()):
+        best = trace["best_ms"].min()
+        for strategy, part in trace.groupby("strategy", sort=False):
+            ax.step(part["time_s"], best / part["best_ms"], where="post", color=colors[strategy], linewidth=1.6)
+        ax.axhline(mark, color="0.5", linestyle=":", linewidth=0.8)
+        ax.set(title=title, xlabel="wall seconds from the first ask", xlim=(0, None), ylim=(0.5, 1.01))
+    axes[0].set_ylabel("run's best / best so far")
+    handles = [Line2D([], [], color=color, linewidth=2, label=strategy) for strategy, color in colors.items()]
+    figure.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
+    return figure
 
 
 # -- PCA of the sampled configs ------------------------------------------------------------------------------------

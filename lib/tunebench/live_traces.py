@@ -1,0 +1,62 @@
+"""Summaries of live searches' traces (`benchmarks/live_search.py`): per strategy of one shape, the evaluations and
+wall seconds to fractions of cuBLAS's speed and of the run's best config; medians of those over shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+FRACTIONS_OF_VENDOR = (0.5, 0.71, 0.8, 0.9, 0.95)
+FRACTION_OF_BEST = 0.99  # of the best config any strategy found for the shape in this run
+
+
+def first_time_reaching(trace: pd.DataFrame, reference_ms: float, fraction: float) -> float:
+    """Wall seconds at which best-so-far first reached `fraction` of the reference's speed (NaN if never)."""
+    reached = trace[reference_ms / trace.best_ms >= fraction]
+    return float(reached.time_s.iloc[0]) if len(reached) else float("nan")
+
+
+def evaluations_reaching(trace: pd.DataFrame, reference_ms: float, fraction: float) -> float:
+    """Unique evaluations until best-so-far first reached `fraction` of the reference's speed (NaN if never)."""
+    reached = (reference_ms / trace.best_ms >= fraction).to_numpy().nonzero()[0]
+    return float(reached[0] + 1) if len(reached) else float("nan")
+
+
+def summary_rows(traces: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy of one shape's traces: evaluations, seconds, the best against cuBLAS, and when each fraction of
+    cuBLAS and FRACTION_OF_BEST of the best any strategy found were first reached (setup_s: NaN in traces recorded
+    before it was kept)."""
+    best_of_run = traces.best_ms.min()
+    rows = []
+    for name, trace in traces.groupby("strategy", sort=False):
+        vendor_ms, best = float(trace.vendor_ms.iloc[0]), float(trace.best_ms.min())
+        setup_s = float(trace.setup_s.iloc[0]) if "setup_s" in trace else float("nan")
+        row = {"strategy": name, "evaluations": len(trace), "search_s": round(float(trace.time_s.max()), 1),
+               "setup_s": round(setup_s, 1), "best_ms": round(best, 4), "cuBLAS_ms": round(vendor_ms, 4),
+               "best vs cuBLAS": round(vendor_ms / best, 3), "best vs run's best": round(best_of_run / best, 3),
+               f"evals to {FRACTION_OF_BEST} of run's best": evaluations_reaching(trace, best_of_run,
+                                                                                  FRACTION_OF_BEST),
+               f"s to {FRACTION_OF_BEST} of run's best": round(first_time_reaching(trace, best_of_run,
+                                                                                   FRACTION_OF_BEST), 1)}
+        for fraction in FRACTIONS_OF_VENDOR:
+            row[f"s to {fraction}x"] = round(first_time_reaching(trace, vendor_ms, fraction), 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def across_shapes(summaries: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Per strategy, over shapes' `summary_rows`: the median evaluations and seconds to FRACTION_OF_BEST of each run's
+    best (a shape never reached counts as the slowest), and on how many shapes it took at most 20 evaluations."""
+    frame = pd.concat(summaries, ignore_index=True)
+    evaluations, seconds = (f"evals to {FRACTION_OF_BEST} of run's best", f"s to {FRACTION_OF_BEST} of run's best")
+    rows = []
+    for name, part in frame.groupby("strategy", sort=False):
+        rows.append({"strategy": name, "shapes": len(part),
+                     f"median evals to {FRACTION_OF_BEST} of run's best": part[evaluations].fillna(np.inf).median(),
+                     f"median s to {FRACTION_OF_BEST} of run's best": part[seconds].fillna(np.inf).median(),
+                     "shapes within 20 evals": int((part[evaluations] <= 20).sum()),
+                     "shapes never": int(part[evaluations].isna().sum())})
+    return pd.DataFrame(rows)
