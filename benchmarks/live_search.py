@@ -101,7 +101,7 @@ def main() -> int:
     predictor = load_predictor(args.predictor) if args.predictor is not None else None
     for shape in shapes:
         traces = []
-        seeds = predictor.top_configs(shape, args.warm_k) if predictor is not None else []
+        seeds = predictor.top_configs(shape, args.warm_k, args.dtype) if predictor is not None else []
         for name in args.strategies:
             # Every strategy starts from a cold compile cache, as a user tuning a new kernel would.
             os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"triton-{name.replace(':', '-')}-")

@@ -57,7 +57,7 @@ seeds_k = 10  # the model's top configs the warm start measures first
 budget = 150  # unique evaluations per traced search
 cdf_from = 0.6  # left end of the efficiency axis
 retime_journal = "results/config_prediction/retime_h100_preregistered.csv"  # side-by-side re-timing (picks beside it, .picks.csv)
-live_traces = "results/live_search/*.parquet"  # live searches (benchmarks/live_search.py); those with a warm start are shown
+live_traces = "results/live_search/*.parquet"  # live searches (benchmarks/live_search.py), relative to the repository root; those with a warm start are shown
 
 # %%
 recorded = open_dataset(resolve_dataset(dataset))
