@@ -113,8 +113,10 @@ from test_collect_gpus import SHAPES, VisibleGpuBench
 from tunebench.collect_gpus import sweep_on_gpus
 sweep_on_gpus("matmul", "bfloat16", SHAPES, Path({str(out)!r}), [0, 1], limit_configs=200, make_bench=VisibleGpuBench)
 """
-    parent = subprocess.Popen([sys.executable, "-c", child], env={**os.environ, "STAND_IN_DELAY_S": "0.05"},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tmp_path / "parent.log"
+    with log.open("w") as stderr:
+        parent = subprocess.Popen([sys.executable, "-c", child], env={**os.environ, "STAND_IN_DELAY_S": "0.05"},
+                                  stdout=subprocess.DEVNULL, stderr=stderr)
     journals = [journal_of(gpu_out(out, gpu)) for gpu in (0, 1)]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not all(
@@ -123,7 +125,7 @@ sweep_on_gpus("matmul", "bfloat16", SHAPES, Path({str(out)!r}), [0, 1], limit_co
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     pids = [r["provenance"]["pid"] for journal in journals for r in journal.read() if r["kind"] == "provenance"]
-    assert len(pids) == 2
+    assert len(pids) == 2, log.read_text()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(map(_alive, pids)):
         time.sleep(0.1)

@@ -1,5 +1,6 @@
-"""Figures and tables of the notebooks: best-so-far traces (replayed and live), PCA of sampled configs, failures, search-space views,
-the roofline, efficiency CDFs of config prediction; and `StudyPlan`, the replay study that strategy_comparison runs and sampled_configs reuses."""
+"""Figures and tables of the notebooks: best-so-far traces (replayed and live), PCA of sampled configs, failures,
+search-space views, the roofline, efficiency CDFs of config prediction; and `StudyPlan`, the replay study that
+strategy_comparison runs and sampled_configs reuses."""
 
 from __future__ import annotations
 
