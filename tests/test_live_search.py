@@ -35,6 +35,7 @@ def test_a_warm_start_measures_the_predictors_configs_first_and_a_cold_one_does_
 def _traces():
     return pd.DataFrame({"strategy": ["cold"] * 4 + ["warm"] * 3, "vendor_ms": 1.0,
                          "setup_s": [5.0] * 4 + [6.0] * 3, "time_s": [1.0, 2.0, 3.0, 4.0, 1.5, 2.5, 3.5],
+                         "batch": [1, 1, 2, 2, 1, 1, 2],
                          "best_ms": [4.0, 2.0, 1.25, 1.0, 1.1, 1.01, 1.01]})
 
 
@@ -46,6 +47,10 @@ def test_the_summary_counts_evaluations_and_seconds_to_each_fraction():
     assert rows.loc["cold", "s to 0.5x"] == 2.0 and rows.loc["warm", "s to 0.5x"] == 1.5
     assert rows.loc["cold", "s to 0.95x"] == 4.0 and rows.loc["warm", "s to 0.95x"] == 2.5
     assert rows.loc["warm", "evaluations"] == 3 and rows.loc["warm", "setup_s"] == 6.0
+    first_evaluation, first_batch = "first evaluation vs run's best", "first batch vs run's best"
+    assert rows.loc["cold", first_evaluation] == 0.25 and rows.loc["cold", first_batch] == 0.5
+    assert rows.loc["warm", first_evaluation] == 0.909 and rows.loc["warm", first_batch] == 0.99
+    assert rows.loc["cold", "first batch s"] == 2.0 and rows.loc["warm", "first batch s"] == 2.5
 
     slower = trace.assign(best_ms=trace.best_ms.where(trace.strategy == "cold", 1.02)).drop(columns="setup_s")
     rows = summary_rows(slower).set_index("strategy")

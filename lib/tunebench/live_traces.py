@@ -26,17 +26,22 @@ def evaluations_reaching(trace: pd.DataFrame, reference_ms: float, fraction: flo
 
 
 def summary_rows(traces: pd.DataFrame) -> pd.DataFrame:
-    """Per strategy of one shape's traces: evaluations, seconds, the best against cuBLAS, and when each fraction of
-    cuBLAS and FRACTION_OF_BEST of the best any strategy found were first reached (setup_s: NaN in traces recorded
-    before it was kept)."""
+    """Per strategy of one shape's traces: evaluations, seconds, the best against cuBLAS; the first evaluation and the
+    first batch against the best any strategy found (for a warm start: the prediction's pick and its top k), and the
+    first batch's seconds; and when each fraction of cuBLAS and FRACTION_OF_BEST of that best were first reached
+    (setup_s: NaN in traces recorded before it was kept)."""
     best_of_run = traces.best_ms.min()
     rows = []
     for name, trace in traces.groupby("strategy", sort=False):
         vendor_ms, best = float(trace.vendor_ms.iloc[0]), float(trace.best_ms.min())
         setup_s = float(trace.setup_s.iloc[0]) if "setup_s" in trace else float("nan")
+        first_batch = trace[trace.batch == trace.batch.iloc[0]]
         row = {"strategy": name, "evaluations": len(trace), "search_s": round(float(trace.time_s.max()), 1),
                "setup_s": round(setup_s, 1), "best_ms": round(best, 4), "cuBLAS_ms": round(vendor_ms, 4),
                "best vs cuBLAS": round(vendor_ms / best, 3), "best vs run's best": round(best_of_run / best, 3),
+               "first evaluation vs run's best": round(best_of_run / float(trace.best_ms.iloc[0]), 3),
+               "first batch vs run's best": round(best_of_run / float(first_batch.best_ms.min()), 3),
+               "first batch s": round(float(first_batch.time_s.max()), 1),
                f"evals to {FRACTION_OF_BEST} of run's best": evaluations_reaching(trace, best_of_run,
                                                                                   FRACTION_OF_BEST),
                f"s to {FRACTION_OF_BEST} of run's best": round(first_time_reaching(trace, best_of_run,
