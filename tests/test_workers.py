@@ -1,11 +1,15 @@
-"""Worker processes: a crash or a hang costs one request, and the worker comes back."""
+"""Worker processes: a crash or a hang costs one request and the worker comes back; a pool closes within one timeout,
+and a worker dies with the process that started it."""
 
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from tunebench.measure.workers import Worker, WorkerDied, WorkerTimedOut
+from tunebench.measure.workers import Worker, WorkerDied, WorkerTimedOut, close_all
 
 
 def _toy_handler():
@@ -32,3 +36,54 @@ def test_worker_survives_crash_and_hang():
         assert worker.restarts == 2
     finally:
         worker.close()
+
+
+def _slow_to_start_handler():
+    time.sleep(60)
+    return _toy_handler()
+
+
+def test_closing_workers_waits_once_for_all_of_them():
+    """A killed collector's unwinding closes every worker; those still starting, or busy with a compile, must not
+    cost one timeout each (a killed two-GPU sweep on an H200 left its collector running for seconds that way)."""
+    workers = [Worker(_slow_to_start_handler, name=f"slow-{i}") for i in range(4)]
+    started = time.monotonic()
+    close_all(workers, timeout_s=1.5)
+    assert time.monotonic() - started < 4.5  # one at a time would take 6 s
+    assert not any(worker.process.is_alive() for worker in workers)
+
+
+def test_a_busy_worker_dies_with_the_process_that_started_it(tmp_path):
+    """A collector killed outright (SIGKILL) must not leave its workers compiling or timing for nobody: a worker busy
+    with a request is killed with its parent, not when its request ends."""
+    pid_file = tmp_path / "worker.pid"
+    parent = f"""
+import sys, time; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+from test_workers import _toy_handler
+from tunebench.measure.workers import Worker
+worker = Worker(_toy_handler, name="busy")
+assert worker.call(1, timeout_s=60) == 2
+worker.submit("hang")
+open({str(pid_file)!r}, "w").write(str(worker.process.pid))
+time.sleep(120)
+"""
+    process = subprocess.Popen([sys.executable, "-c", parent])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not pid_file.exists():
+        time.sleep(0.1)
+    time.sleep(0.5)  # the worker is inside its 60 s request
+    process.kill()
+    process.wait()
+    worker = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(worker):
+        time.sleep(0.1)
+    assert not _alive(worker), "the worker went on after its parent was killed"
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, dead but not yet reaped by its new parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

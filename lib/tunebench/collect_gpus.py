@@ -5,11 +5,8 @@ A GPU's collector ends with the parent process, however the parent ends.
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import os
-import signal
-import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,8 +14,7 @@ from typing import Any, Sequence
 from tunebench.collect import Shape, build_dataset, journal_of, sweep, sweep_configs, whole_shapes
 from tunebench.kernels import get_kernel
 from tunebench.measure.dataset import save_dataset
-
-_PR_SET_PDEATHSIG = 1  # prctl(2): set the signal this process gets when its parent dies
+from tunebench.measure.workers import end_with_parent
 
 
 def parse_gpus(text: str) -> list[int]:
@@ -57,19 +53,9 @@ def gpu_out(out: Path, gpu: int) -> Path:
     return out.with_name(f"{out.stem}.gpu{gpu}{out.suffix}")
 
 
-def _end_with_parent(parent: int) -> None:
-    """Linux: SIGTERM this process when `parent` dies (even by SIGKILL), and make SIGTERM unwind it, so the sweep's
-    bench shuts its compile and timing workers down; an orphan would otherwise go on measuring unwatched."""
-    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
-    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != parent:  # the parent died before the request took effect
-        sys.exit(128 + signal.SIGTERM)
-
-
 def _sweep_on_gpu(gpu: int, cores: Sequence[int], arguments: dict[str, Any], parent: int) -> None:
     """A child process: this GPU alone, these cores alone, then the single-GPU sweep; exit status 0 when complete."""
-    _end_with_parent(parent)
+    end_with_parent(parent)  # killed with it: the journal loses at most a cut line, its workers die with this process
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     os.sched_setaffinity(0, set(cores))
     raise SystemExit(0 if sweep(**arguments) else 3)

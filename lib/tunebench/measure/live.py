@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from tunebench.kernels import get_kernel
 from tunebench.measure.result import Result, Status
 from tunebench.measure.timing import TimingPolicy
-from tunebench.measure.workers import Worker, WorkerDied, WorkerTimedOut, wait_any
+from tunebench.measure.workers import Worker, WorkerDied, WorkerTimedOut, close_all, wait_any
 
 Shape = tuple[int, ...]
 
@@ -209,8 +209,7 @@ class CompilePool:
                 yield tag, CompileOutcome(Status.TIMEOUT, self.timeout_s, f"compile exceeded {self.timeout_s:.0f} s")
 
     def close(self) -> None:
-        for worker in self.workers:
-            worker.close()
+        close_all(self.workers)
 
 
 class GpuBench:
@@ -333,8 +332,7 @@ class GpuBench:
         }
 
     def close(self) -> None:
-        self.compile_pool.close()
-        self.timer.close()
+        close_all([*self.compile_pool.workers, self.timer])
         os.sched_setaffinity(0, self._affinity)
 
     def __enter__(self) -> "GpuBench":

@@ -1,17 +1,23 @@
 """Replaceable worker processes that serve requests over a pipe, so that a crash or a hang costs one request.
 
-Workers are started with the `spawn` method: a forked child would inherit the parent's CUDA state.
+Workers are started with the `spawn` method: a forked child would inherit the parent's CUDA state. On Linux a worker
+dies with the process that started it, however that process dies.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import multiprocessing.connection
 import os
+import signal
+import sys
 import time
-from typing import AbstractSet, Any, Callable
+from typing import AbstractSet, Any, Callable, Iterable
 
 Handler = Callable[[Any], Any]
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when the thread that started it ends
 
 
 class WorkerDied(RuntimeError):
@@ -22,8 +28,22 @@ class WorkerTimedOut(RuntimeError):
     """The worker did not answer within the deadline and was killed."""
 
 
+def end_with_parent(parent: int, signal_number: int = signal.SIGKILL) -> None:
+    """Linux: have the kernel send this process `signal_number` when `parent` (the pid that started it) ends, however
+    it ends, SIGKILL included; exit at once if it has ended already. Elsewhere: nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal_number) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        os._exit(128 + signal_number)
+
+
 def _serve(connection: multiprocessing.connection.Connection, make_handler: Callable[[], Handler],
            cpus: AbstractSet[int] | None) -> None:
+    parent = multiprocessing.parent_process()
+    if parent is not None:  # a compile or a timing left running would go on for a parent that is gone
+        end_with_parent(parent.pid)
     if cpus:
         os.sched_setaffinity(0, cpus)
     handler = make_handler()
@@ -39,7 +59,8 @@ def _serve(connection: multiprocessing.connection.Connection, make_handler: Call
 
 class Worker:
     """A long-lived child process running `make_handler()` once, then answering one request at a time; with `cpus`,
-    the process runs on those CPU cores only."""
+    the process runs on those CPU cores only. Start workers from a thread that outlives them (the main thread): on
+    Linux a worker is killed when the thread that started it ends."""
 
     def __init__(self, make_handler: Callable[[], Handler], name: str = "worker",
                  cpus: AbstractSet[int] | None = None) -> None:
@@ -97,14 +118,25 @@ class Worker:
         self.process.join(timeout=10)
         self.connection.close()
 
-    def close(self) -> None:
-        """Ask the worker to finish; kill it if it does not."""
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Ask the worker to finish; kill it if it does not within `timeout_s`."""
+        close_all([self], timeout_s)
+
+
+def close_all(workers: Iterable[Worker], timeout_s: float = 5.0) -> None:
+    """Ask every worker to finish, wait for them together, and kill those still running after `timeout_s`: a pool
+    closes within `timeout_s` however many of its workers are busy or still starting, not one timeout per worker."""
+    workers = list(workers)
+    for worker in workers:
         try:
-            self.connection.send(None)
-        except (OSError, BrokenPipeError):
+            worker.connection.send(None)
+        except OSError:  # the worker is gone already
             pass
-        self.process.join(timeout=5)
-        self._kill()
+    deadline = time.monotonic() + timeout_s
+    for worker in workers:
+        worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
+    for worker in workers:
+        worker._kill()
 
 
 def wait_any(workers: list[Worker], timeout_s: float) -> list[Worker]:
