@@ -73,7 +73,8 @@ class Worker:
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")
         self.connection, child_end = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child_end, self._make_handler, self.cpus), name=self.name, daemon=True)
+        self.process = context.Process(target=_serve, args=(child_end, self._make_handler, self.cpus), name=self.name,
+                                       daemon=True)
         self.process.start()
         child_end.close()
         self.busy_since: float | None = None
