@@ -44,8 +44,8 @@ def _slow_to_start_handler():
 
 
 def test_closing_workers_waits_once_for_all_of_them():
-    """A killed collector's unwinding closes every worker; those still starting, or busy with a compile, must not
-    cost one timeout each (a killed two-GPU sweep on an H200 left its collector running for seconds that way)."""
+    """Closing a bench closes every worker: those still starting, or busy with a compile, must not cost one timeout
+    each (14 compile workers at 5 s each could hold up the end of a sweep, or of an interrupted one, for 70 s)."""
     workers = [Worker(_slow_to_start_handler, name=f"slow-{i}") for i in range(4)]
     started = time.monotonic()
     close_all(workers, timeout_s=1.5)
