@@ -1,6 +1,7 @@
 """The prediction benchmarks' own logic: benchmarks/head_ablation.py's re-implemented head and fold cache, and
 benchmarks/config_prediction_cv.py's per-class table, benchmarks/config_prediction_learning_curve.py's draws,
-benchmarks/pooled_training.py's arms and benchmarks/h200_training_shapes.py's replay."""
+benchmarks/pooled_training.py's arms, benchmarks/h200_training_shapes.py's replay and
+benchmarks/warm_start_tail.py's tail."""
 
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ import h200_training_shapes  # noqa: E402
 import pooled_training  # noqa: E402
 import twin_floor  # noqa: E402
 import twin_noise  # noqa: E402
+import warm_start_tail  # noqa: E402
 import sitting_ceiling  # noqa: E402
 
 
@@ -289,3 +291,20 @@ def test_the_h200_training_replay_judges_pick_and_top_10_by_the_recorded_latenci
     assert (table["top 10 timed"] >= table["best_config"]).all() and (table["top 10 timed"] <= 1).all()
     report = h200_training_shapes.replay_report(table, "the command", h200_training_shapes.DATASET)
     assert f"| all | {len(table)} |" in report and "the command" in report
+
+
+def test_the_warm_start_tail_keeps_the_runs_the_seeds_did_not_finish_and_counts_never_as_infinite():
+    rows = []
+    for shape, warm, warm30, cold in (((8, 64, 64), 3.0, 3.0, 90.0), ((9, 64, 64), 40.0, 25.0, 80.0),
+                                      ((10, 64, 64), np.nan, 12.0, np.nan), ((11, 64, 64), 10.0, 10.0, 50.0)):
+        for variant, evals in (("warm", warm), ("warm-30", warm30), ("cold", cold)):
+            rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "strategy": "lfbo", "variant": variant,
+                         "seed": 0, "evals_to_target": evals, "evaluations": 200})
+    tail = warm_start_tail.tail_runs(pd.DataFrame(rows))
+    assert sorted(tail["M"]) == [9, 10]  # 10 evaluations are still the seeds
+    table = warm_start_tail.tail_table(tail, ["warm", "warm-30", "cold"]).set_index("variant")
+    assert table.loc["warm", "reached"] == "1 (50%)" and table.loc["warm", "median evals"] == "inf"
+    assert table.loc["warm-30", "within 20"] == "50%" and table.loc["warm-30", "within 50"] == "100%"
+    assert table.loc["cold", "reached"] == "1 (50%)"
+    with pytest.raises(ValueError, match="no 'warm' runs"):
+        warm_start_tail.tail_runs(pd.DataFrame(rows).query("variant != 'warm'"))
