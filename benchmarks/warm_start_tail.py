@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     paragraphs = [
         f"Command: `.venv/bin/python benchmarks/warm_start_tail.py --runs {source}` (from "
         "`benchmarks/config_prediction.py`'s replayed runs: each held-out shape seeded by its own fold's model, "
-        f"replayed on the shape's recorded candidates, evaluations counted to {TARGET} of the recorded optimum, at most "
-        f"{SEARCH_BUDGET}).",
+        f"replayed on the shape's recorded candidates, evaluations counted to {TARGET} of the recorded optimum, "
+        f"at most {SEARCH_BUDGET}).",
         f"The tail: the runs whose warm start needed more than its {TOP_K_SEEDS} seeds, or never got there ({counts} "
         "runs). On every other run each warm variant measures the seeds first and gets there within them. `warm`: the "
         "seeds, then the inner strategy's default initial population of 100 (the seeds and 90 random configs) before "
