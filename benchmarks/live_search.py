@@ -1,6 +1,8 @@
 """Live search on a GPU: strategies tune the GEMM for each shape against the real device, on the wall clock, each
 from a cold Triton cache; the trace records when each fraction of cuBLAS speed, and of the best any strategy found
-for the shape, was first reached. A strategy `warm:<name>` is <name> warm-started with a predictor's top k configs.
+for the shape, was first reached. A strategy `warm:<name>` is <name> warm-started with a predictor's top k configs;
+`warm:<name>:restart` starts <name>'s search copies from them at once and runs <name> afresh when it stops
+(`WarmStartSettings.restart`).
 
 Run on a GPU machine: `PYTHONPATH=lib python3 benchmarks/live_search.py --strategies lfbo pattern random --seconds 120`
 (writes results/live_search/<gpu>_<dtype>_<shape>.parquet and .md per shape). With a predictor:
@@ -32,23 +34,27 @@ from tunebench.space import Space
 from tunebench.tables import markdown_table
 
 WARM = "warm:"
+RESTART = ":restart"
 
 
 def check_strategy_names(names: Sequence[str], predictor: Path | None) -> None:
-    """Registered names, or `warm:<registered name>` when a predictor is given; a clear error otherwise."""
+    """Registered names, or `warm:<registered name>` (optionally `...:restart`) when a predictor is given; a clear
+    error otherwise."""
     for name in names:
-        inner = name.removeprefix(WARM)
+        inner = name.removeprefix(WARM).removesuffix(RESTART) if name.startswith(WARM) else name
         if inner not in STRATEGIES:
             raise ValueError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, each also as "
-                             f"{WARM}<name> with --predictor")
+                             f"{WARM}<name> or {WARM}<name>{RESTART} with --predictor")
         if name.startswith(WARM) and predictor is None:
             raise ValueError(f"strategy {name!r} is warm-started by a predictor: give --predictor")
 
 
 def live_strategy(name: str, space: Space, seed: int, seeds: Sequence[dict[str, Any]]) -> Strategy:
-    """The strategy `name`; for `warm:<inner>`, <inner> warm-started with `seeds` (the predictor's top k)."""
+    """The strategy `name`; for `warm:<inner>`, <inner> warm-started with `seeds` (the predictor's top k), and for
+    `warm:<inner>:restart` with `restart`."""
     if name.startswith(WARM):
-        return warm_start(name.removeprefix(WARM), space, seeds, seed=seed)
+        inner = name.removeprefix(WARM)
+        return warm_start(inner.removesuffix(RESTART), space, seeds, seed=seed, restart=inner.endswith(RESTART))
     return make_strategy(name, space, seed=seed)
 
 

@@ -12,10 +12,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from config_prediction import SEARCH_BUDGET, TARGET, TOP_K_SEEDS
+from warm_start_variants import reach_summary
 from tunebench.files import write_text_atomically
 from tunebench.tables import markdown_table
 
@@ -36,19 +36,10 @@ def tail_runs(runs: pd.DataFrame, seeds: int = TOP_K_SEEDS) -> pd.DataFrame:
 
 
 def tail_table(tail: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
-    """Per strategy and variant, over the tail's runs: how many reached the target, the median and P75 of
-    evaluations (a run that never did counts as infinite), and the share within 20, 50 and 100 evaluations."""
-    rows = []
-    for strategy, group in tail.groupby("strategy", sort=False):
-        for variant in variants:
-            values = group[variant].to_numpy(dtype=float)
-            counted = np.where(np.isnan(values), np.inf, values)
-            rows.append({"strategy": strategy, "variant": variant, "tail runs": len(values),
-                         "reached": f"{int(np.sum(~np.isnan(values)))} ({np.mean(~np.isnan(values)):.0%})",
-                         "median evals": f"{np.median(counted):.0f}",
-                         "P75": f"{np.percentile(counted, 75, method='higher'):.0f}",
-                         **{f"within {n}": f"{np.mean(counted <= n):.0%}" for n in (20, 50, 100)}})
-    return pd.DataFrame(rows)
+    """`warm_start_variants.reach_summary` per strategy and variant, over the tail's runs."""
+    return pd.DataFrame([{"strategy": strategy, "variant": variant, "tail runs": len(group),
+                          **reach_summary(group[variant].to_numpy(dtype=float))}
+                         for strategy, group in tail.groupby("strategy", sort=False) for variant in variants])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,11 @@ import live_search  # noqa: E402
 
 
 def test_strategy_names_are_registered_and_a_warm_start_needs_a_predictor():
-    live_search.check_strategy_names(["lfbo", "warm:pattern"], Path("model.predictor"))
+    live_search.check_strategy_names(["lfbo", "warm:pattern", "warm:lfbo:restart"], Path("model.predictor"))
+    with pytest.raises(ValueError, match="unknown strategy 'warm:nope:restart'"):
+        live_search.check_strategy_names(["warm:nope:restart"], Path("model.predictor"))
+    with pytest.raises(ValueError, match="unknown strategy 'lfbo:restart'"):
+        live_search.check_strategy_names(["lfbo:restart"], Path("model.predictor"))
     with pytest.raises(ValueError, match="unknown strategy 'warm:nope'; known: .*lfbo"):
         live_search.check_strategy_names(["warm:nope"], Path("model.predictor"))
     with pytest.raises(ValueError, match="strategy 'warm:lfbo' is warm-started by a predictor: give --predictor"):
@@ -27,7 +31,9 @@ def test_a_warm_start_measures_the_predictors_configs_first_and_a_cold_one_does_
     space = get_kernel("matmul").config_space()
     seeds = space.sample(np.random.default_rng(3), 4, unique=True)
     warm = live_search.live_strategy("warm:lfbo", space, 0, seeds)
-    assert warm.ask() == seeds
+    assert warm.ask() == seeds and not warm.settings.restart
+    restarting = live_search.live_strategy("warm:lfbo:restart", space, 0, seeds)
+    assert restarting.ask() == seeds and restarting.settings.restart
     cold = live_search.live_strategy("lfbo", space, 0, seeds)
     assert cold.ask() != seeds
 

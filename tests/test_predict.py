@@ -718,6 +718,24 @@ def test_warm_start_without_seeds_is_the_inner_strategy():
     assert wrapped == plain
 
 
+def test_a_warm_start_with_restart_starts_from_the_seeds_and_runs_afresh_when_the_seeded_run_stops():
+    """The seeds alone are the seeded run's population (no random configs before its copies start); when it stops,
+    fresh runs go on until one asks nothing new, and nothing is measured twice."""
+    with_restart = warm_start("pattern", bowl_space(), SEEDS, seed=3, restart=True)
+    assert with_restart.inner.settings.initial_population == len(SEEDS)
+    seeded_only = drive(warm_start("pattern", bowl_space(), SEEDS, seed=3, initial_population=len(SEEDS)), 10_000)
+    asked = drive(with_restart, limit=10_000)
+    assert asked[:len(seeded_only)] == seeded_only
+    space = bowl_space()
+    keys = [space.key(config) for batch in asked for config in batch]
+    assert len(keys) == len(set(keys)) == len(space), "the fresh runs measured the rest of the space, once each"
+    assert with_restart.done
+    plain = drive(warm_start("pattern", bowl_space(), SEEDS, seed=3), 10_000)
+    assert len(plain[1]) == 100 - len(SEEDS) and len(asked[1]) < len(plain[1])  # no random population first
+    with pytest.raises(ValueError, match="unknown setting 'initial_population' for strategy 'random'"):
+        warm_start("random", bowl_space(), SEEDS, restart=True)
+
+
 def test_warm_start_tells_the_inner_strategy_the_seed_results():
     strategy = warm_start("pattern", bowl_space(), SEEDS, seed=1, initial_population=8)
     strategy.tell([bowl(config) for config in strategy.ask()])

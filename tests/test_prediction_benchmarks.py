@@ -1,7 +1,7 @@
 """The prediction benchmarks' own logic: benchmarks/head_ablation.py's re-implemented head and fold cache, and
 benchmarks/config_prediction_cv.py's per-class table, benchmarks/config_prediction_learning_curve.py's draws,
-benchmarks/pooled_training.py's arms, benchmarks/h200_training_shapes.py's replay and
-benchmarks/warm_start_tail.py's tail."""
+benchmarks/pooled_training.py's arms, benchmarks/h200_training_shapes.py's replay,
+benchmarks/warm_start_tail.py's tail and benchmarks/warm_start_variants.py's seeded replays."""
 
 import sys
 from pathlib import Path
@@ -27,6 +27,7 @@ import pooled_training  # noqa: E402
 import twin_floor  # noqa: E402
 import twin_noise  # noqa: E402
 import warm_start_tail  # noqa: E402
+import warm_start_variants  # noqa: E402
 import sitting_ceiling  # noqa: E402
 
 
@@ -308,3 +309,27 @@ def test_the_warm_start_tail_keeps_the_runs_the_seeds_did_not_finish_and_counts_
     assert table.loc["cold", "reached"] == "1 (50%)"
     with pytest.raises(ValueError, match="no 'warm' runs"):
         warm_start_tail.tail_runs(pd.DataFrame(rows).query("variant != 'warm'"))
+
+
+def test_warm_start_variants_find_the_seeds_share_and_replay_each_variant(dataset, tmp_path):  # noqa: F811
+    from tunebench.measure.dataset import save_dataset
+
+    path = tmp_path / "preregistered.parquet"
+    save_dataset(dataset, path)
+    names = [parameter.name for parameter in dataset.parameters]
+    frame = dataset.measurements
+    shape = (200, 3000, 5000)
+    rows = frame[(frame.M == shape[0]) & (frame.N == shape[1]) & (frame.K == shape[2])].sort_values("latency_ms")
+    as_text = [",".join(str(int(value)) for value in row) for row in rows[names].itertuples(index=False)]
+    picks = pd.DataFrame({"M": [shape[0], 7], "N": [shape[1], 64], "K": [shape[2], 64], "batch": 1,
+                          "best_config": [as_text[5], as_text[5]],
+                          "top10_configs": [";".join(as_text[5:15]), ";".join(as_text[5:15])]})
+    shapes = warm_start_variants.seeded_shapes(picks, [path])
+    assert len(shapes) == 1, "a shape without a recorded dataset is left out"
+    assert shapes.seeds_share.iloc[0] == pytest.approx(rows.latency_ms.iloc[0] / rows.latency_ms.iloc[5])
+    seeds = shapes.seeds.iloc[0]
+    runs = pd.DataFrame([warm_start_variants.search_run(str(path), shape, "lfbo", variant, seeds, 0)
+                         for variant in warm_start_variants.VARIANTS])
+    assert runs.evaluations.gt(0).all() and runs.evals_to_target.dropna().ge(1).all()
+    table = warm_start_variants.variant_table(runs).set_index("variant")
+    assert list(table.index) == list(warm_start_variants.VARIANTS) and table["runs"].eq(1).all()

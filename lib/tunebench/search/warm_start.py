@@ -7,13 +7,18 @@ its search copies from the best of them. The inner strategy is told the seeds' r
 answers configs it has measured already itself, and asks only for new ones. Before the inner strategy's first ask,
 the seeds' results also go into its `observed` (the base class's record of measured configs), so a strategy that
 never samples still knows them when it compares configs.
+
+With `restart`, the seeds alone are the inner strategy's initial population, so its search copies start from them at
+once, and when it stops a fresh, unseeded run of the inner strategy (the next seed) takes over, knowing everything
+measured so far: when the seeds are close, the copies get there without 90 random configs first; when they are not,
+the fresh run keeps looking (`benchmarks/warm_start_variants.py` measures both).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Generator, Mapping, Sequence
 
 import numpy as np
 
@@ -52,10 +57,13 @@ class WarmStartSettings(StrategySettings):
 
     inner: the registered strategy that takes over after the seeds (a name in tunebench.search.STRATEGIES).
     inner_settings: overrides of the inner strategy's defaults, as (name, value) pairs.
+    restart: the seeded run's initial population is the seeds alone (its `initial_population` setting, which the
+        inner strategy must have), and each time a run stops, a fresh unseeded one starts, until one asks nothing new.
     """
 
     inner: str = "lfbo"
     inner_settings: tuple[tuple[str, Any], ...] = ()
+    restart: bool = False
 
 
 class WarmStart(Strategy):
@@ -72,32 +80,49 @@ class WarmStart(Strategy):
             space.check(config)
             unique.setdefault(space.key(config), dict(config))
         self.seeds = list(unique.values())
-        self.inner = make_strategy(self.settings.inner, SeededSpace(space, self.seeds), seed=seed,
-                                   **dict(self.settings.inner_settings))
+        seeded = dict(self.settings.inner_settings)
+        if self.settings.restart and self.seeds:
+            seeded["initial_population"] = len(self.seeds)
+        self.inner = make_strategy(self.settings.inner, SeededSpace(space, self.seeds), seed=seed, **seeded)
 
     def search(self) -> Search:
         known: dict[Key, Result] = {}
         if self.seeds:
             results = yield list(self.seeds)
-            for config, result in zip(self.seeds, results):
-                key = self.space.key(config)
-                known[key] = result
-                self.inner.observed[key] = min(self.inner.observed.get(key, math.inf), result.objective)
-        stalled = 0
-        while stalled < STALLED_BATCHES:
-            batch = self.inner.ask()
-            if not batch:
+            known.update((self.space.key(config), result) for config, result in zip(self.seeds, results))
+        run, restarts = self.inner, 0
+        while True:
+            for key, result in known.items():
+                run.observed[key] = min(run.observed.get(key, math.inf), result.objective)
+            asked_new = yield from self._drive(run, known)
+            if not (self.settings.restart and asked_new):
                 return
+            restarts += 1
+            run = make_strategy(self.settings.inner, self.space, seed=self.seed + restarts,
+                                **dict(self.settings.inner_settings))
+
+    def _drive(self, run: Strategy, known: dict[Key, Result]) -> Generator[list[Config], list[Result], bool]:
+        """Ask `run` until it stops (or asks only measured configs for STALLED_BATCHES batches), measuring only what
+        `known` lacks and adding it there; whether it asked for anything new."""
+        stalled, asked_new = 0, False
+        while stalled < STALLED_BATCHES:
+            batch = run.ask()
+            if not batch:
+                break
             keys = [self.space.key(config) for config in batch]
             new = [config for config, key in zip(batch, keys) if key not in known]
             stalled = 0 if new else stalled + 1
             if new:
+                asked_new = True
                 results = yield new
                 known.update((self.space.key(config), result) for config, result in zip(new, results))
-            self.inner.tell([known[key] for key in keys])
+            run.tell([known[key] for key in keys])
+        return asked_new
 
 
-def warm_start(inner: str, space: Space, seeds: Sequence[Mapping[str, Any]], seed: int = 0,
+def warm_start(inner: str, space: Space, seeds: Sequence[Mapping[str, Any]], seed: int = 0, *, restart: bool = False,
                **inner_settings: Any) -> WarmStart:
-    """`inner` (a registered strategy name, with its settings checked by `make_strategy`) warm-started from `seeds`."""
-    return WarmStart(space, seed, WarmStartSettings(inner, tuple(sorted(inner_settings.items()))), seeds=seeds)
+    """`inner` (a registered strategy name, with its settings checked by `make_strategy`) warm-started from `seeds`;
+    `restart`: see `WarmStartSettings`."""
+    return WarmStart(space, seed, WarmStartSettings(inner, tuple(sorted(inner_settings.items())), restart),
+                     seeds=seeds)
