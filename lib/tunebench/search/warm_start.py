@@ -67,8 +67,8 @@ class WarmStartSettings(StrategySettings):
 
 
 class WarmStart(Strategy):
-    """The seeds first, then the inner strategy (same seed), seeded with them. With no seeds it asks exactly what the
-    inner strategy asks."""
+    """The seeds first, then the inner strategy (same seed), seeded with them. With no seeds and no restart it asks
+    exactly what the inner strategy asks."""
 
     Settings = WarmStartSettings
 
