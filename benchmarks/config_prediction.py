@@ -95,7 +95,9 @@ def _dataset(path: str):
 
 
 def search_run(path: str, shape: tuple[int, ...], strategy: str, variant: str, seeds: list[dict], seed: int) -> dict:
-    """Evaluations until TARGET of the shape's recorded optimum (NaN if never within SEARCH_BUDGET), one run."""
+    """Evaluations until TARGET of the shape's recorded optimum (NaN if never within SEARCH_BUDGET), one run.
+    `variant`: "cold" or "warm" (seeded with `seeds`), then "-30" for an initial population of SMALL_POPULATION or,
+    for "warm", "-restart" for `WarmStartSettings.restart`."""
     from tunebench.search import make_strategy
     from tunebench.search.warm_start import warm_start
     from tunebench.study import Budget, run_search
@@ -105,7 +107,7 @@ def search_run(path: str, shape: tuple[int, ...], strategy: str, variant: str, s
         settings = {"initial_population": SMALL_POPULATION} if variant.endswith("-30") else {}
         space = evaluator.evaluator.space
         if variant.startswith("warm"):
-            searcher = warm_start(strategy, space, seeds, seed=seed, **settings)
+            searcher = warm_start(strategy, space, seeds, seed=seed, restart=variant.endswith("-restart"), **settings)
         else:
             searcher = make_strategy(strategy, space, seed=seed, **settings)
         trace = run_search(searcher, evaluator, Budget(evaluations=SEARCH_BUDGET, seconds=1e300))

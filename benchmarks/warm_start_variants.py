@@ -19,46 +19,22 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from config_prediction import SEARCH_BUDGET, TARGET, TOP_K_SEEDS, StopAtTarget, _dataset
+from config_prediction import SEARCH_BUDGET, SMALL_POPULATION, TARGET, TOP_K_SEEDS, search_run
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
-from tunebench.measure.replay import ReplayEvaluator
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 PICKS = "results/config_prediction/preregistered_picks*.csv"
 DATASETS = "results/datasets/matmul_bfloat16_h100_preregistered*.parquet"
 OUT = REPO / "results" / "config_prediction" / "warm_start_variants.md"
-# variant: (warm-started, WarmStart's restart, the inner strategy's initial population; None: its default, 100)
-VARIANTS = {"cold": (False, False, None), "warm": (True, False, None), "warm, population 30": (True, False, 30),
-            "warm, restart": (True, True, None)}
+# `config_prediction.search_run`'s variants: unseeded; seeded, then the inner strategy's default population (100);
+# seeded, then a population of SMALL_POPULATION; seeded with WarmStartSettings.restart
+VARIANTS = ("cold", "warm", "warm-30", "warm-restart")
 STRATEGIES = ("lfbo", "pattern")
-
-
-def search_run(path: str, shape: tuple[int, int, int], strategy: str, variant: str, seeds: list[dict],
-               seed: int) -> dict:
-    """Evaluations until TARGET of the shape's recorded optimum (NaN if never within SEARCH_BUDGET), one run."""
-    from tunebench.search import make_strategy
-    from tunebench.search.warm_start import warm_start
-    from tunebench.study import Budget, run_search
-
-    warm, restart, population = VARIANTS[variant]
-    settings = {} if population is None else {"initial_population": population}
-    with threadpool_limits(1):
-        evaluator = StopAtTarget(ReplayEvaluator(_dataset(path), shape, seed=seed), TARGET)
-        space = evaluator.evaluator.space
-        if warm:
-            searcher = warm_start(strategy, space, seeds, seed=seed, restart=restart, **settings)
-        else:
-            searcher = make_strategy(strategy, space, seed=seed, **settings)
-        trace = run_search(searcher, evaluator, Budget(evaluations=SEARCH_BUDGET, seconds=1e300))
-    hit = np.flatnonzero(evaluator.evaluator.optimum_ms / trace["best_ms"].to_numpy() >= TARGET)
-    return {"M": shape[0], "N": shape[1], "K": shape[2], "strategy": strategy, "variant": variant, "seed": seed,
-            "evals_to_target": float(hit[0] + 1) if hit.size else math.nan, "evaluations": len(trace)}
 
 
 def seeded_shapes(picks: pd.DataFrame, datasets: list[Path]) -> pd.DataFrame:
@@ -128,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         f"counted to {TARGET} of the recorded optimum, at most {SEARCH_BUDGET}; a run that never got there counts as "
         "infinite.",
         "`warm`: the seeds, then the inner strategy's initial population of 100 (the seeds and 90 random configs) "
-        "before its search copies start; `population 30`: the seeds and 20 random; `restart` (`WarmStartSettings."
-        "restart`): the seeds alone are the population, and a fresh, unseeded run follows each time a run stops.",
+        f"before its search copies start; `warm-{SMALL_POPULATION}`: the seeds and {SMALL_POPULATION - TOP_K_SEEDS} "
+        "random; `warm-restart` (`WarmStartSettings.restart`): the seeds alone are the population, and a fresh, "
+        "unseeded run follows each time a run stops.",
     ]
     text = "\n\n".join(["# Warm-start variants where the seeds fall short",
                         *(textwrap.fill(paragraph, 120, break_on_hyphens=False) for paragraph in paragraphs),
