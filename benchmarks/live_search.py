@@ -5,7 +5,8 @@ for the shape, was first reached. A strategy `warm:<name>` is <name> warm-starte
 (`WarmStartSettings.restart`).
 
 Run on a GPU machine: `PYTHONPATH=lib python3 benchmarks/live_search.py --strategies lfbo pattern random --seconds 120`
-(writes results/live_search/<gpu>_<dtype>_<shape>.parquet and .md per shape). With a predictor:
+(writes results/live_search/<gpu>_<dtype>_<shape>.parquet and .md per shape; `--kernel matmul_tma` searches the TMA
+kernel's space instead, into <gpu>_matmul_tma_<dtype>_<shape>.*). With a predictor:
 `... --strategies lfbo warm:lfbo --predictor results/config_prediction/matmul_bfloat16_h100.predictor --shapes A,B`.
 Anywhere, from recorded traces: `.venv/bin/python benchmarks/live_search.py --summarize T1.parquet T2.parquet ...
 --summary-out S.md` writes each shape's table and the medians over the shapes.
@@ -25,6 +26,7 @@ import pandas as pd
 
 from tunebench.collect import parse_shapes
 from tunebench.files import write_text_atomically
+from tunebench.kernels import get_kernel
 from tunebench.live_traces import across_shapes, summary_rows
 from tunebench.measure.dataset import PARQUET_OPTIONS
 from tunebench.search import STRATEGIES, make_strategy
@@ -73,6 +75,8 @@ def summarize(traces: Sequence[Path], out: Path, command: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernel", default="matmul", choices=["matmul", "matmul_tma"],
+                        help="the GEMM kernel family whose space is searched")
     parser.add_argument("--strategies", nargs="+", default=["lfbo", "pattern", "random"])
     parser.add_argument("--shapes", "--shape", default="4096x4096x4096", help="comma-separated MxNxK")
     parser.add_argument("--dtype", default="bfloat16")
@@ -95,7 +99,7 @@ def main() -> int:
         print(summarize(args.summarize, args.summary_out, command))
         return 0
     try:
-        shapes = parse_shapes(args.shapes, 3)
+        shapes = [get_kernel(args.kernel).check_shape(shape) for shape in parse_shapes(args.shapes, 3)]
         check_strategy_names(args.strategies, args.predictor)
     except ValueError as error:
         parser.error(str(error))
@@ -104,7 +108,7 @@ def main() -> int:
     from tunebench.predict import load_predictor
     from tunebench.study import Budget, run_search
 
-    predictor = load_predictor(args.predictor) if args.predictor is not None else None
+    predictor = load_predictor(args.predictor, kernel=args.kernel) if args.predictor is not None else None
     for shape in shapes:
         traces = []
         seeds = predictor.top_configs(shape, args.warm_k, args.dtype) if predictor is not None else []
@@ -112,7 +116,7 @@ def main() -> int:
             # Every strategy starts from a cold compile cache, as a user tuning a new kernel would.
             os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"triton-{name.replace(':', '-')}-")
             started = time.monotonic()
-            with GpuBench("matmul", args.dtype, seed=args.seed) as bench:
+            with GpuBench(args.kernel, args.dtype, seed=args.seed) as bench:
                 vendor_ms = bench.measure_vendor(shape).latency_ms
                 setup_s = time.monotonic() - started
                 strategy = live_strategy(name, bench.space, args.seed, seeds)
@@ -126,11 +130,13 @@ def main() -> int:
                   flush=True)
         frame = pd.concat(traces, ignore_index=True)
         args.out.mkdir(parents=True, exist_ok=True)
-        stem = f"{provenance['gpu_name'].split()[1].lower()}_{args.dtype}_{'x'.join(map(str, shape))}"
+        kernel = "" if args.kernel == "matmul" else f"{args.kernel}_"
+        stem = f"{provenance['gpu_name'].split()[1].lower()}_{kernel}{args.dtype}_{'x'.join(map(str, shape))}"
         frame.to_parquet(args.out / f"{stem}.parquet", index=False, **PARQUET_OPTIONS)
         warm = (f" Warm starts measure the top {args.warm_k} configs of `{args.predictor}` first."
                 if predictor is not None else "")
-        text = (f"# Live search, {args.dtype} GEMM {'x'.join(map(str, shape))} on {provenance['gpu_name']}\n\n"
+        text = (f"# Live search, {args.dtype} GEMM ({args.kernel}) {'x'.join(map(str, shape))} on "
+                f"{provenance['gpu_name']}\n\n"
                 f"Command: `{provenance['command']}` ({provenance['date']}, torch {provenance['torch']}, "
                 f"Triton {provenance['triton']}, {provenance['compile_workers']} compile workers)\n\n"
                 "Wall-clock seconds from the first ask, cold Triton cache; setup_s = worker start-up and the cuBLAS "

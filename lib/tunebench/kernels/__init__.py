@@ -8,12 +8,19 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-KERNELS = ("matmul", "layernorm", "softmax", "compressed_matmul")
+KERNELS = ("matmul", "matmul_tma", "layernorm", "softmax", "compressed_matmul")
 KERNEL_INTERFACE = (
     "NAME", "SHAPE_NAMES", "DTYPES", "VENDOR_LIBRARY", "TOLERANCE",
     "config_space", "make_inputs", "reference", "relative_error", "run", "run_vendor",
-    "compile_only", "specialization", "check_shape", "flops", "bytes_moved", "SHAPE_SETS",
+    "compile_only", "specialization", "check_shape", "flops", "bytes_moved", "SHAPE_SETS", "LAUNCH_PARAMETERS",
 )
+
+
+def launch_parameters(name: str) -> tuple[str, ...]:
+    """The parameters of kernel family `name` that only size its launch grid, so that configs differing in them alone
+    share one compiled binary; empty for a family that declares none or that tunebench does not know (a Kernel Tuner
+    cache's), whose every config is then its own binary."""
+    return tuple(get_kernel(name).LAUNCH_PARAMETERS) if name in KERNELS else ()
 
 
 def get_kernel(name: str) -> ModuleType:

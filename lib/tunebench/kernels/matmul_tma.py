@@ -1,0 +1,195 @@
+"""Tunable Hopper GEMM with tensor-memory-accelerator (TMA) loads and stores, C = A @ B as in `matmul`.
+
+Its space adds what `matmul` lacks at large shapes: persistent programs, warp specialization and a split epilogue.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Mapping
+
+import torch
+import triton
+import triton.language as tl
+
+from tunebench.kernels import matmul
+from tunebench.kernels.rowwise import sm_count
+from tunebench.space import Constraint, Flag, IntRange, Ordinal, PowerOfTwo, Space
+
+NAME = "matmul_tma"
+SHAPE_NAMES = matmul.SHAPE_NAMES
+DTYPES = matmul.DTYPES
+VENDOR_LIBRARY = matmul.VENDOR_LIBRARY
+TOLERANCE = matmul.TOLERANCE
+LAUNCH_PARAMETERS = ("PROGRAMS_PER_SM",)  # sizes the grid only (see `programs`)
+# Compute-bound shapes, where cuBLAS is hardest to match: squares of 2048 to 8192 (4096^3 is the shape Helion's
+# LFBO search was measured on), and Llama-3-8B's MLP up and down projections (N or K = 14336) for 4096 tokens.
+DATASET_SHAPES = (
+    (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
+    (4096, 14336, 4096), (4096, 4096, 14336), (8192, 4096, 4096),
+)
+SHAPE_SETS = {"default": DATASET_SHAPES}
+# A TMA descriptor's strides must be multiples of 16 bytes: 8 elements of a 2-byte dtype.
+TMA_ALIGNMENT = 8
+
+
+# Every program walks output tiles start, start + programs, ... (one tile each when a program per tile is launched,
+# several when PROGRAMS_PER_SM caps the grid: a persistent kernel). With WARP_SPECIALIZE the compiler splits the
+# walk into producer warps that issue the TMA loads and consumer warps that run the tensor-core dots; FLATTEN lets it
+# pipeline loads across tile boundaries. EPILOGUE_SPLIT stores the tile in that many column slices, so the output
+# staging buffer in shared memory shrinks by the same factor.
+@triton.jit(do_not_specialize=["M"])
+def matmul_tma_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPILOGUE_SPLIT: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr,
+):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N // EPILOGUE_SPLIT])
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    k_steps = tl.cdiv(K, BLOCK_K)
+    tiles_in_group = GROUP_M * tiles_n  # grouped order: GROUP_M tile rows share B's column tiles while in L2
+    for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0),
+                         flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
+        first_m = tile // tiles_in_group * GROUP_M
+        rows = min(tiles_m - first_m, GROUP_M)
+        offset_m = (first_m + tile % tiles_in_group % rows) * BLOCK_M
+        offset_n = tile % tiles_in_group // rows * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(k_steps):  # the descriptor zero-fills reads past K, M or N, and clips the stores
+            acc = tl.dot(a_desc.load([offset_m, k * BLOCK_K]), b_desc.load([k * BLOCK_K, offset_n]), acc)
+        if EPILOGUE_SPLIT == 1:
+            c_desc.store([offset_m, offset_n], acc.to(c_ptr.dtype.element_ty))
+        else:
+            left, right = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            c_desc.store([offset_m, offset_n], left.to(c_ptr.dtype.element_ty))
+            c_desc.store([offset_m, offset_n + BLOCK_N // 2], right.to(c_ptr.dtype.element_ty))
+
+
+# ---------------------------------------------------------------------------------------------
+# Config space and the resource model that prunes it
+# ---------------------------------------------------------------------------------------------
+
+def shared_memory_bytes(config: Mapping[str, Any], element_bytes: int = 2) -> int:
+    """The load pipeline's stages plus the output slice staged for the TMA store."""
+    stage = (config["BLOCK_M"] * config["BLOCK_K"] + config["BLOCK_K"] * config["BLOCK_N"]) * element_bytes
+    epilogue = config["BLOCK_M"] * config["BLOCK_N"] // config["EPILOGUE_SPLIT"] * element_bytes
+    return config["num_stages"] * stage + epilogue
+
+
+def accumulator_elements_per_thread(config: Mapping[str, Any]) -> float:
+    return config["BLOCK_M"] * config["BLOCK_N"] / (32 * config["num_warps"])
+
+
+def config_space(limits: matmul.DeviceLimits = matmul.HOPPER) -> Space:
+    """The TMA GEMM's config space, pruned by the resource model for `limits` (2-byte inputs)."""
+    parameters = [
+        PowerOfTwo("BLOCK_M", 64, 256),  # a Hopper warp group's tensor-core instruction covers 64 rows
+        PowerOfTwo("BLOCK_N", 64, 256),
+        PowerOfTwo("BLOCK_K", 32, 128),
+        Ordinal("GROUP_M", (1, 8)),
+        Ordinal("PROGRAMS_PER_SM", (0, 1, 2)),  # 0: a program per output tile; else persistent programs
+        Flag("WARP_SPECIALIZE"),
+        Flag("FLATTEN"),
+        Ordinal("EPILOGUE_SPLIT", (1, 2)),
+        PowerOfTwo("num_warps", 4, 8),
+        IntRange("num_stages", 2, 5),
+    ]
+    constraints = [
+        Constraint(
+            "shared_memory",
+            lambda c: shared_memory_bytes(c) <= limits.shared_memory_bytes,
+            f"num_stages x (BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N) x 2 + BLOCK_M*BLOCK_N / EPILOGUE_SPLIT x 2 bytes "
+            f"<= {limits.shared_memory_bytes}",
+        ),
+        Constraint(
+            "accumulator_registers",
+            lambda c: accumulator_elements_per_thread(c) <= limits.accumulator_registers_per_thread,
+            f"BLOCK_M*BLOCK_N / (32*num_warps) <= {limits.accumulator_registers_per_thread} fp32 registers",
+        ),
+        Constraint(
+            "flatten_needs_persistence",
+            lambda c: c["PROGRAMS_PER_SM"] > 0 or not c["FLATTEN"],
+            "FLATTEN only with PROGRAMS_PER_SM > 0 (a program per tile has no tile loop to flatten)",
+        ),
+    ]
+    return Space(parameters, constraints, name=NAME)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs, reference and wrappers
+# ---------------------------------------------------------------------------------------------
+
+def check_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """Validate an (M, N, K) shape whose row strides a TMA descriptor can take, and return it as plain ints."""
+    m, n, k = matmul.check_shape(shape)
+    for name, value in (("N", n), ("K", k)):
+        if value % TMA_ALIGNMENT:
+            raise ValueError(f"matmul_tma shape {name}={value} must be a multiple of {TMA_ALIGNMENT} (TMA strides "
+                             "are multiples of 16 bytes); the `matmul` kernel takes any size")
+    return m, n, k
+
+
+def make_inputs(shape: tuple[int, ...], dtype: str, device: str | torch.device = "cuda",
+                seed: int = 0) -> matmul.MatmulInputs:
+    """`matmul.make_inputs` for a shape this kernel takes."""
+    return matmul.make_inputs(check_shape(shape), dtype, device, seed)
+
+
+reference = matmul.reference
+relative_error = matmul.relative_error
+run_vendor = matmul.run_vendor
+flops = matmul.flops
+bytes_moved = matmul.bytes_moved
+
+
+def programs(config: Mapping[str, Any], shape: tuple[int, int, int], sms: int) -> int:
+    """The grid: a program per output tile, or PROGRAMS_PER_SM per multiprocessor when that is fewer."""
+    m, n, _ = shape
+    tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
+    return tiles if config["PROGRAMS_PER_SM"] == 0 else min(tiles, config["PROGRAMS_PER_SM"] * sms)
+
+
+def _launch_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "BLOCK_M": config["BLOCK_M"], "BLOCK_N": config["BLOCK_N"], "BLOCK_K": config["BLOCK_K"],
+        "GROUP_M": config["GROUP_M"], "EPILOGUE_SPLIT": config["EPILOGUE_SPLIT"],
+        "WARP_SPECIALIZE": config["WARP_SPECIALIZE"], "FLATTEN": config["FLATTEN"],
+        "num_warps": config["num_warps"], "num_stages": config["num_stages"],
+    }
+
+
+def _descriptor_scratch(device: torch.device, size: int, alignment: int, stream: Any) -> torch.Tensor:
+    """Global memory where each program writes the descriptors it makes (Triton asks for it at launch)."""
+    return torch.empty(size, device=device, dtype=torch.int8)
+
+
+def run(config: Mapping[str, Any], inputs: matmul.MatmulInputs) -> torch.Tensor:
+    """Compute inputs.a @ inputs.b into inputs.out with one config."""
+    a, b, out = inputs.a, inputs.b, inputs.out
+    m, k = a.shape
+    n = b.shape[1]
+    if not (a.is_contiguous() and b.is_contiguous() and out.is_contiguous()):
+        raise ValueError("matmul_tma takes contiguous row-major A, B and C")
+    triton.set_allocator(functools.partial(_descriptor_scratch, a.device))
+    matmul_tma_kernel[(programs(config, (m, n, k), sm_count(a.device)),)](
+        a, b, out, m, n, k, **_launch_arguments(config))
+    return out
+
+
+def compile_only(config: Mapping[str, Any], shape: tuple[int, ...], dtype: str) -> Any:
+    """Compile the config for the shape's specialization without launching it (fills Triton's cache)."""
+    m, n, k = check_shape(shape)
+    element = matmul.torch_dtype(dtype)
+    return matmul_tma_kernel.warmup(element, element, element, m, n, k, grid=(1,), **_launch_arguments(config))
+
+
+def specialization(shape: tuple[int, ...]) -> tuple[bool, bool]:
+    """The part of a shape that selects a distinct compiled binary: Triton specializes N and K on divisibility by 16
+    (M is exempt, see the kernel; neither can be 1, Triton's other specialization, since both are multiples of 8)."""
+    _, n, k = check_shape(shape)
+    return n % 16 == 0, k % 16 == 0

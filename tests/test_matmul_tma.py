@@ -1,0 +1,110 @@
+"""The TMA GEMM: its resource model and space, its shape rules, and its numerics under the interpreter or on a GPU."""
+
+import numpy as np
+import pytest
+import torch
+
+from tunebench.kernels import get_kernel, launch_parameters, matmul, matmul_tma
+
+SPACE = matmul_tma.config_space()
+BIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 1, "WARP_SPECIALIZE": True,
+       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "num_warps": 8, "num_stages": 4}
+
+
+def test_space_is_large_and_every_config_fits_the_resource_model():
+    configs = SPACE.enumerate()
+    assert len(configs) >= 5000
+    for config in configs:
+        assert matmul_tma.shared_memory_bytes(config) <= matmul.HOPPER.shared_memory_bytes
+        assert matmul_tma.accumulator_elements_per_thread(config) <= 128
+        assert config["PROGRAMS_PER_SM"] > 0 or not config["FLATTEN"]
+
+
+def test_resource_model_by_hand():
+    # 4 stages of a 128x64 and a 64x256 tile, and half the 128x256 output staged for the store
+    assert matmul_tma.shared_memory_bytes(BIG) == 4 * (128 * 64 + 64 * 256) * 2 + 128 * 128 * 2  # 229,376
+    assert SPACE.is_valid(BIG)
+    assert "shared_memory" in SPACE.violations(dict(BIG, EPILOGUE_SPLIT=1))  # 262,144 bytes
+    assert "accumulator_registers" in SPACE.violations(dict(BIG, num_warps=4))
+    assert "flatten_needs_persistence" in SPACE.violations(dict(BIG, PROGRAMS_PER_SM=0, FLATTEN=True))
+
+
+def test_registry_and_bad_input():
+    assert get_kernel("matmul_tma") is matmul_tma
+    assert launch_parameters("matmul_tma") == ("PROGRAMS_PER_SM",) and launch_parameters("matmul") == ()
+    assert launch_parameters("softmax") == ("PERSISTENT", "PROGRAMS_PER_SM")
+    assert launch_parameters("convolution") == ()  # a Kernel Tuner cache's kernel: every config its own binary
+    with pytest.raises(ValueError, match=r"N=4100 must be a multiple of 8"):
+        matmul_tma.check_shape((16, 4100, 4096))
+    with pytest.raises(ValueError, match=r"K=1001 must be a multiple of 8"):
+        matmul_tma.make_inputs((16, 4096, 1001), "float16", "cpu")
+    with pytest.raises(ValueError, match="K=0"):
+        matmul_tma.check_shape((4, 8, 0))
+    with pytest.raises(ValueError, match="unknown dtype 'int8'"):
+        matmul_tma.make_inputs((2, 8, 8), "int8", "cpu")
+    inputs = matmul_tma.make_inputs((8, 16, 16), "float16", "cpu")
+    inputs.b = inputs.b.t().contiguous().t()
+    with pytest.raises(ValueError, match="contiguous row-major"):
+        matmul_tma.run(BIG, inputs)
+
+
+def test_grid_is_a_program_per_tile_or_capped_per_multiprocessor():
+    one_per_tile = dict(BIG, PROGRAMS_PER_SM=0)
+    assert matmul_tma.programs(one_per_tile, (4096, 4096, 4096), 132) == 32 * 16
+    assert matmul_tma.programs(BIG, (4096, 4096, 4096), 132) == 132
+    assert matmul_tma.programs(dict(BIG, PROGRAMS_PER_SM=2), (4096, 4096, 4096), 132) == 264
+    assert matmul_tma.programs(dict(BIG, PROGRAMS_PER_SM=2), (200, 512, 64), 132) == 2 * 2  # fewer tiles than SMs
+
+
+def test_specialization_follows_divisibility_of_n_and_k_by_16():
+    assert matmul_tma.specialization((1, 4096, 4096)) == matmul_tma.specialization((8192, 4096, 4096))
+    assert matmul_tma.specialization((16, 4096, 4104)) == (True, False)
+
+
+def _small_configs(count, seed):
+    rng = np.random.default_rng(seed)
+    configs = [c for c in SPACE.sample(rng, 400, unique=True) if c["BLOCK_M"] * c["BLOCK_N"] * c["BLOCK_K"] <= 64 ** 3]
+    # always cover a persistent walk over several tiles and the split epilogue
+    configs.insert(0, dict(BIG, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, EPILOGUE_SPLIT=2, PROGRAMS_PER_SM=1))
+    return configs[:count]
+
+
+# N and K multiples of 8 but not 16, M off the tiles; M, N and K multiples of 64; more tiles than programs.
+INTERPRETER_SHAPES = [(37, 72, 56), (64, 128, 64), (70, 264, 40)]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU test below covers this")
+@pytest.mark.parametrize("shape", INTERPRETER_SHAPES)
+def test_interpreter_matches_reference(shape):
+    for config in _small_configs(3, seed=sum(shape)):
+        inputs = matmul_tma.make_inputs(shape, "float16", "cpu", seed=3)
+        inputs.out.fill_(float("nan"))
+        output = matmul_tma.run(config, inputs)
+        error = matmul_tma.relative_error(output, matmul_tma.reference(inputs))
+        assert error <= matmul_tma.TOLERANCE["float16"], (config, error)
+
+
+# Configs the H200 sweep (results/datasets/matmul_tma_bfloat16_h200.parquet) recorded as correct at 2048^3 and 4096^3:
+# a program per tile; the sweep's fastest at 4096^3; warp-specialized and persistent with 8 and 4 warps. Random
+# samples would also draw the warp-specialized 4-warp configs Triton 3.6 fails to compile or miscompiles there.
+GPU_CONFIGS = [
+    dict(BIG, BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, GROUP_M=1, PROGRAMS_PER_SM=0, WARP_SPECIALIZE=False,
+         EPILOGUE_SPLIT=1, num_warps=4, num_stages=3),
+    dict(BIG, WARP_SPECIALIZE=False, FLATTEN=True),
+    dict(BIG, BLOCK_M=256, BLOCK_N=128, PROGRAMS_PER_SM=2, FLATTEN=True, num_stages=3),
+    dict(BIG, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=1, FLATTEN=True, EPILOGUE_SPLIT=1, num_warps=4,
+         num_stages=2),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", matmul_tma.DTYPES)
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (77, 5000, 3000), (4096, 4096, 4096), (333, 1000, 520)])
+def test_gpu_matches_reference(dtype, shape):
+    for config in GPU_CONFIGS:
+        assert SPACE.is_valid(config)
+        inputs = matmul_tma.make_inputs(shape, dtype, "cuda", seed=4)
+        inputs.out.fill_(float("nan"))
+        output = matmul_tma.run(config, inputs)
+        error = matmul_tma.relative_error(output, matmul_tma.reference(inputs))
+        assert error <= matmul_tma.TOLERANCE[dtype], (config, error)
