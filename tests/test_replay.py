@@ -89,6 +89,29 @@ def test_clock_two_batches_and_compile_once():
     assert evaluator.elapsed_s == pytest.approx(3 + 0.5 + 0.6 + 2 + 0.6 + 0.7 + 0.8)
 
 
+def test_configs_that_differ_only_in_launch_parameters_share_a_compile(monkeypatch):
+    # With warps a launch parameter, (32, 4) and (32, 8) share one binary, recorded 3.0 s and, as the sweep's cache hit,
+    # 0.01 s: it costs 3.0; (64, 4) and (64, 8) recorded 1.0 s and 2.0 s: it costs 2.0.
+    recorded = (3.0, 1.0, 2.0, 0.01)
+    monkeypatch.setattr("tunebench.measure.replay.launch_parameters", lambda kernel: ("warps",))
+    evaluator = ReplayEvaluator(make_dataset(recorded), SHAPE)
+    evaluator.evaluate([CONFIGS[0]])
+    assert evaluator.elapsed_s == pytest.approx(3.0 + 0.5)
+    evaluator.evaluate([CONFIGS[3], CONFIGS[1]])  # the first is a cache hit: only the second's binary compiles
+    assert evaluator.elapsed_s == pytest.approx(3.5 + 2.0 + 0.8 + 0.6)
+    evaluator.evaluate([CONFIGS[2]])  # a cache hit too
+    assert evaluator.elapsed_s == pytest.approx(6.9 + 0.7)
+    # new in the same batch, each pays the compile, as live workers compile both
+    together = ReplayEvaluator(make_dataset(recorded), SHAPE, compile_workers=1)
+    together.evaluate([CONFIGS[1], CONFIGS[2]])
+    assert together.elapsed_s == pytest.approx(2.0 + 2.0 + 0.6 + 0.7)
+    monkeypatch.undo()
+    unshared = ReplayEvaluator(make_dataset(recorded), SHAPE)  # the toy kernel declares none: per config, as recorded
+    unshared.evaluate([CONFIGS[0]])
+    unshared.evaluate([CONFIGS[3]])
+    assert unshared.elapsed_s == pytest.approx(3.0 + 0.5 + 0.01 + 0.8)
+
+
 def test_charge_adds_strategy_time():
     evaluator = ReplayEvaluator(make_dataset(), SHAPE)
     evaluator.charge(1.25)

@@ -36,6 +36,7 @@ SHAPE_SETS = {"default": DATASET_SHAPES}
 # of the output to bf16 (8 significant bits) or fp16 (11): measured on an H100, 1.7e-3 and 2.1e-4 for torch and for
 # every config tried; the tolerances leave a margin of 3x and 5x. float32 is for logic checks under the interpreter.
 TOLERANCE = {"bfloat16": 5e-3, "float16": 1e-3, "float32": 1e-5}
+LAUNCH_PARAMETERS = rowwise.LAUNCH_PARAMETERS
 # The weight and bias are loaded beside the rows, one per-column vector each (see rowwise.resource_usage).
 COLUMN_VECTORS = 2
 

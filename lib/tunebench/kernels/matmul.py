@@ -21,6 +21,7 @@ NAME = "matmul"
 SHAPE_NAMES = ("M", "N", "K")
 DTYPES = ("bfloat16", "float16")
 VENDOR_LIBRARY = "torch.matmul (cuBLAS)"
+LAUNCH_PARAMETERS: tuple[str, ...] = ()  # every parameter is a constexpr or a compile option (SPLIT_K both)
 # The recorded dataset's shapes. N and K come from real models: 4096 and 14336 (Llama-3-8B hidden and MLP),
 # 11008 (Llama-2-7B MLP), 5120 (Llama-2-13B hidden). M spans decode (1 to 32 tokens) to prefill and
 # training batches (up to 8192); the last two are not multiples of 16 (padded-to-8 sizes).

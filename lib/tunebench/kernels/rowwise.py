@@ -26,6 +26,7 @@ EVICTION_POLICIES = ("", "evict_first", "evict_last")  # tl.load's eviction_poli
 # The interpreter on a CPU has no SMs; a small count makes a persistent grid loop over several row blocks even on
 # the tiny shapes of the tests, so that path is exercised there.
 INTERPRETER_SM_COUNT = 4
+LAUNCH_PARAMETERS = ("PERSISTENT", "PROGRAMS_PER_SM")  # they size the grid only (see `grid`)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ SHAPE_SETS = {"default": DATASET_SHAPES}
 # precision on probabilities below 6e-5 (subnormal), which took it to 4.4e-4 on 40000-wide rows. The tolerances leave
 # a margin of 3x and about 5x. float32 is for logic checks under the interpreter.
 TOLERANCE = {"bfloat16": 5e-3, "float16": 2e-3, "float32": 1e-5}
+LAUNCH_PARAMETERS = rowwise.LAUNCH_PARAMETERS
 COLUMN_VECTORS = 0  # nothing is loaded beside the rows (see rowwise.resource_usage)
 
 

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from tunebench.kernels import launch_parameters
 from tunebench.measure.dataset import Dataset
 from tunebench.measure.result import Result, Status
 from tunebench.space import ConfigError, Space
@@ -26,6 +27,7 @@ class _Record:
     """One recorded (shape, config) row, ready to answer with."""
 
     key: tuple
+    binary: tuple  # the key without the family's launch parameters: configs that share it share a compiled binary
     config: dict[str, Any]
     status: Status
     latency_ms: float | None
@@ -52,8 +54,11 @@ class ReplayEvaluator:
     deterministic mode answers the recorded median; noisy mode a bootstrap median of the recorded repeats
     (resampled with replacement, same count) from the evaluator's own seeded generator. The simulated clock
     charges each batch its compile makespan on `compile_workers` workers plus the sum of its benchmark
-    times, plus what `charge` adds. As in the live evaluator, whose compiled binaries are cached, a config
-    is compiled once: asking for it again charges its benchmark time only.
+    times, plus what `charge` adds. As in the live evaluator, whose compiled binaries are cached, a binary
+    is compiled once: a config asked again, or one that differs from an earlier batch's only in launch parameters
+    (`kernels.launch_parameters`), charges its benchmark time only. Configs of one binary new in the same batch each
+    pay its compile, as the live compile workers, which do not share work in flight, do. A binary's compile time is
+    the longest its configs recorded (the sweep's cache hits recorded milliseconds).
     """
 
     def __init__(self, dataset: Dataset, shape: Sequence[int], *, mode: str = "deterministic", seed: int = 0,
@@ -79,7 +84,12 @@ class ReplayEvaluator:
         self._rng = np.random.default_rng(seed)
         self._elapsed_s = 0.0
         self._compiled: set[tuple] = set()
+        self._binaries: set[tuple] = set()
         self._records = self._index(dataset, self.shape)
+        self._binary_compile_s: dict[tuple, float] = {}
+        for record in self._records.values():
+            self._binary_compile_s[record.binary] = max(record.compile_s,
+                                                        self._binary_compile_s.get(record.binary, 0.0))
         ok = [record.latency_ms for record in self._records.values() if record.latency_ms is not None]
         self._optimum_ms = min(ok) if ok else None
         self._vendor_ms = dataset.vendor_ms(self.shape)
@@ -88,13 +98,16 @@ class ReplayEvaluator:
         task = dataset.task(shape)
         columns = {name: task[name].tolist()
                    for name in (*self._names, "status", "latency_ms", "repeats_ms", "compile_s", "bench_s", "error")}
+        launch = launch_parameters(dataset.kernel)
+        binary_names = [name for name in self._names if name not in launch]
         records = {}
         for row in range(len(task)):
             key = tuple(columns[name][row] for name in self._names)
             status = Status(columns["status"][row])
             repeats = tuple(columns["repeats_ms"][row])
             records[key] = _Record(
-                key=key, config=dict(zip(self._names, key)), status=status,
+                key=key, binary=tuple(columns[name][row] for name in binary_names), config=dict(zip(self._names, key)),
+                status=status,
                 latency_ms=float(columns["latency_ms"][row]) if status is Status.OK else None,
                 repeats_ms=repeats,
                 compile_s=columns["compile_s"][row], bench_s=columns["bench_s"][row], error=columns["error"][row])
@@ -105,13 +118,17 @@ class ReplayEvaluator:
         records = [self._lookup(config) for config in configs]
         results = []
         compile_s = []
+        new_binaries = set()
         for record in records:
             if record.key not in self._compiled:
                 self._compiled.add(record.key)
-                compile_s.append(record.compile_s)
+                if record.binary not in self._binaries:
+                    new_binaries.add(record.binary)
+                    compile_s.append(self._binary_compile_s[record.binary])
             results.append(Result(dict(record.config), record.status, latency_ms=self._latency(record),
                                   repeats_ms=record.repeats_ms, compile_s=record.compile_s, bench_s=record.bench_s,
                                   error=record.error))
+        self._binaries |= new_binaries
         self._elapsed_s += compile_makespan(compile_s, self.compile_workers)
         self._elapsed_s += sum(record.bench_s for record in records)
         return results
