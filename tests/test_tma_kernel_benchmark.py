@@ -1,0 +1,46 @@
+"""benchmarks/tma_kernel.py on the recorded TMA sweep and live traces: the sweep's table, the replay's per-run targets
+and their medians, and the live table of both kernels (CPU, seconds)."""
+
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import tma_kernel  # noqa: E402
+
+from tunebench.study import Budget, Run, replay_run, tasks_of  # noqa: E402
+
+
+def test_sweep_table_counts_every_config_and_compares_with_cublas():
+    sweep, failures = tma_kernel.sweep_table(tma_kernel.DATASET)
+    square = sweep.set_index("shape").loc["4096x4096x4096"]
+    assert square.configs == 5440 == square.ok + square.compile_error + square.wrong_result + square.out_of_resources
+    assert square["best vs cuBLAS"] == pytest.approx(square.cuBLAS_ms / square.best_ms, abs=2e-3)
+    assert 0.9 < square["best vs cuBLAS"] < 1.0  # the recorded space's best at 4096^3 stays under cuBLAS
+    assert set(failures.status) == {"compile_error", "wrong_result", "out_of_resources"}
+
+
+def test_replay_targets_per_run_and_their_medians():
+    task = next(t for t in tasks_of(tma_kernel.DATASET) if t.shape == (4096, 4096, 4096))
+    trace = replay_run(Run("random", task, 0), Budget(seconds=20))
+    by_seed = tma_kernel.replay_by_seed(trace, tma_kernel.DATASET)
+    row = by_seed.iloc[0]
+    assert row["evaluations"] == len(trace) and row["shape"] == "4096x4096x4096"
+    seconds = [row[f"s to {fraction}x"] for fraction in tma_kernel.FRACTIONS]
+    reached = [value for value in seconds if not math.isnan(value)]
+    assert reached == sorted(reached) and len(reached) >= 2  # a nearer target is never reached later
+    never = by_seed.assign(seed=1, **{f"s to 0.95x": math.nan, "evals to 0.99 of best": math.nan})
+    summary = tma_kernel.replay_summary(pd.concat([by_seed, never, never.assign(seed=2)]))
+    assert summary.loc[0, "median s to 0.95x"] == math.inf  # two of three seeds never got there
+    assert summary.loc[0, "seeds to 0.99 of best"] == ("33%" if not math.isnan(row["evals to 0.99 of best"]) else "0%")
+
+
+def test_live_table_pairs_the_kernels_per_shape():
+    live = tma_kernel.live_table(tma_kernel.LIVE)
+    assert list(live.kernel) == ["matmul", "matmul_tma"] * len(tma_kernel.LIVE_SHAPES)
+    square = live[live["shape"] == "4096x4096x4096"].set_index("kernel")["best vs cuBLAS"]
+    assert square["matmul_tma"] > square["matmul"]
