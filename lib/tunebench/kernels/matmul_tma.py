@@ -82,6 +82,7 @@ def shared_memory_bytes(config: Mapping[str, Any], element_bytes: int = 2) -> in
 
 
 def accumulator_elements_per_thread(config: Mapping[str, Any]) -> float:
+    """fp32 accumulator elements each thread holds in registers."""
     return config["BLOCK_M"] * config["BLOCK_N"] / (32 * config["num_warps"])
 
 
