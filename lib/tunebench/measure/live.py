@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from tunebench.kernels import get_kernel
+from tunebench.kernels import get_kernel, launch_parameters
 from tunebench.measure.result import Result, Status
 from tunebench.measure.timing import TimingPolicy
 from tunebench.measure.workers import Worker, WorkerDied, WorkerTimedOut, close_all, wait_any
@@ -218,9 +218,10 @@ class GpuBench:
     On a machine of 4 or more cores the timing worker gets a core of its own (`CorePlan`); the compile workers and
     this process are confined to the others until `close`.
 
-    Compiled binaries live in Triton's on-disk cache; a (config, specialization) compiled once is not
-    compiled again, and its first compile time is reported for every shape that shares the binary:
-    that is what a tuning run of that shape alone would pay.
+    Compiled binaries live in Triton's on-disk cache; a binary (a config less the family's launch parameters, for a
+    specialization) compiled once is not compiled again, and configs of one binary asked together are compiled once.
+    Its first compile time is reported for every config and shape that shares it: that is what a tuning run of that
+    shape alone would pay.
     """
 
     def __init__(self, kernel: str, dtype: str, *, compile_workers: int | None = None,
@@ -243,10 +244,20 @@ class GpuBench:
         self.compile_pool = CompilePool(kernel, dtype, self.compile_workers, compile_timeout_s, self.cores.shared)
         self.timer = Worker(functools.partial(_timing_handler, kernel, dtype, timing, seed), name="timing",
                             cpus=self.cores.timing)
-        self.compiled: dict[tuple, CompileOutcome] = {}  # (specialization, key) -> outcome, this process
-        # Compile times measured in an earlier sitting: a warm on-disk cache would otherwise report ~0 s.
-        self.known_compile_s = dict(known_compile_s or {})
+        launch = launch_parameters(kernel)
+        self._binary_positions = [i for i, name in enumerate(self.space.names) if name not in launch]
+        self.compiled: dict[tuple, CompileOutcome] = {}  # (specialization, binary) -> outcome, this process
+        # Compile times measured in an earlier sitting, by (specialization, config key): a warm on-disk cache would
+        # otherwise report ~0 s. A binary's is the longest of its configs'.
+        self.known_compile_s: dict[tuple, float] = {}
+        for (special, key), seconds in (known_compile_s or {}).items():
+            binary = (special, self.binary(key))
+            self.known_compile_s[binary] = max(seconds, self.known_compile_s.get(binary, 0.0))
         self.on_compile = on_compile
+
+    def binary(self, key: tuple) -> tuple:
+        """A config key less the family's launch parameters: configs with equal ones share a compiled binary."""
+        return tuple(key[i] for i in self._binary_positions)
 
     def measure(self, configs: Sequence[Mapping[str, Any]], shape: Shape) -> list[Result]:
         """One result per config, in order."""
@@ -261,26 +272,33 @@ class GpuBench:
         for config in configs:
             self.space.check(config)
         keys = [self.space.key(config) for config in configs]
+        binaries = [self.binary(key) for key in keys]
         special = self.kernel.specialization(shape)
         to_compile = []
-        for index, key in enumerate(keys):
-            if (special, key) in self.compiled:
+        waiting: dict[tuple, list[int]] = {}  # binary -> the batch's other configs of it, timed once it is compiled
+        for index, binary in enumerate(binaries):
+            if (special, binary) in self.compiled:
                 if deadline is not None and time.monotonic() > deadline:
                     return
-                yield index, self._time(configs[index], shape, self.compiled[(special, key)])
+                yield index, self._time(configs[index], shape, self.compiled[(special, binary)])
+            elif binary in waiting:
+                waiting[binary].append(index)
             else:
+                waiting[binary] = []
                 to_compile.append((index, (dict(configs[index]), shape)))
         compiling = self.compile_pool.compile(to_compile)
         try:
             for index, outcome in compiling:
-                if (special, keys[index]) in self.known_compile_s:
-                    outcome = dataclasses.replace(outcome, compile_s=self.known_compile_s[(special, keys[index])])
+                binary = binaries[index]
+                if (special, binary) in self.known_compile_s:
+                    outcome = dataclasses.replace(outcome, compile_s=self.known_compile_s[(special, binary)])
                 elif self.on_compile is not None:
                     self.on_compile(special, keys[index], outcome.compile_s)
-                self.compiled[(special, keys[index])] = outcome
-                yield index, self._time(configs[index], shape, outcome)
-                if deadline is not None and time.monotonic() > deadline:
-                    return
+                self.compiled[(special, binary)] = outcome
+                for member in (index, *waiting[binary]):
+                    yield member, self._time(configs[member], shape, outcome)
+                    if deadline is not None and time.monotonic() > deadline:
+                        return
         finally:
             compiling.close()
 

@@ -54,11 +54,10 @@ class ReplayEvaluator:
     deterministic mode answers the recorded median; noisy mode a bootstrap median of the recorded repeats
     (resampled with replacement, same count) from the evaluator's own seeded generator. The simulated clock
     charges each batch its compile makespan on `compile_workers` workers plus the sum of its benchmark
-    times, plus what `charge` adds. As in the live evaluator, whose compiled binaries are cached, a binary
-    is compiled once: a config asked again, or one that differs from an earlier batch's only in launch parameters
-    (`kernels.launch_parameters`), charges its benchmark time only. Configs of one binary new in the same batch each
-    pay its compile, as the live compile workers, which do not share work in flight, do. A binary's compile time is
-    the longest its configs recorded (the sweep's cache hits recorded milliseconds).
+    times, plus what `charge` adds. As in the live evaluator (`GpuBench`), a binary is compiled once: a config
+    asked again, or one that differs from another only in launch parameters (`kernels.launch_parameters`), in the
+    same batch or an earlier one, charges its benchmark time only. A binary's compile time is the longest its configs
+    recorded (a sweep's cache hits recorded milliseconds).
     """
 
     def __init__(self, dataset: Dataset, shape: Sequence[int], *, mode: str = "deterministic", seed: int = 0,
@@ -83,7 +82,6 @@ class ReplayEvaluator:
         self._names = dataset.parameter_names
         self._rng = np.random.default_rng(seed)
         self._elapsed_s = 0.0
-        self._compiled: set[tuple] = set()
         self._binaries: set[tuple] = set()
         self._records = self._index(dataset, self.shape)
         self._binary_compile_s: dict[tuple, float] = {}
@@ -118,17 +116,13 @@ class ReplayEvaluator:
         records = [self._lookup(config) for config in configs]
         results = []
         compile_s = []
-        new_binaries = set()
         for record in records:
-            if record.key not in self._compiled:
-                self._compiled.add(record.key)
-                if record.binary not in self._binaries:
-                    new_binaries.add(record.binary)
-                    compile_s.append(self._binary_compile_s[record.binary])
+            if record.binary not in self._binaries:
+                self._binaries.add(record.binary)
+                compile_s.append(self._binary_compile_s[record.binary])
             results.append(Result(dict(record.config), record.status, latency_ms=self._latency(record),
                                   repeats_ms=record.repeats_ms, compile_s=record.compile_s, bench_s=record.bench_s,
                                   error=record.error))
-        self._binaries |= new_binaries
         self._elapsed_s += compile_makespan(compile_s, self.compile_workers)
         self._elapsed_s += sum(record.bench_s for record in records)
         return results
