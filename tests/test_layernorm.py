@@ -7,6 +7,8 @@ import torch
 
 from tunebench.kernels import KERNEL_INTERFACE, get_kernel, layernorm, rowwise
 
+from launch_recorder import LaunchRecorder
+
 SPACE = layernorm.config_space()
 STREAMED = {"BLOCK_SIZE": 1024, "ROW_IN_REGISTERS": False, "ROWS_PER_PROGRAM": 2, "num_warps": 4, "num_stages": 2,
             "LOOP_UNROLL": 2, "EVICTION_POLICY": "evict_last", "PERSISTENT": True, "PROGRAMS_PER_SM": 2}
@@ -114,20 +116,12 @@ def test_default_shapes():
 
 def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
     """compile_only must compile the binary that run launches: same argument types, integers and options."""
-    calls = {}
-
-    class Recorder:
-        def warmup(self, *args, grid, **kwargs):
-            calls["warmup"] = (args, kwargs)
-
-        def __getitem__(self, grid):
-            return lambda *args, **kwargs: calls.setdefault("launch", (args, kwargs))
-
-    monkeypatch.setattr(layernorm, "layernorm_kernel", Recorder())
+    recorder = LaunchRecorder()
+    monkeypatch.setattr(layernorm, "layernorm_kernel", recorder)
     shape = (3, 40)
     layernorm.compile_only(STREAMED, shape, "float16")
     layernorm.run(STREAMED, layernorm.make_inputs(shape, "float16", "cpu"))
-    (warm_args, warm_options), (launch_args, launch_options) = calls["warmup"], calls["launch"]
+    (warm_args, warm_options), (launch_args, launch_options) = recorder.calls["warmup"], recorder.calls["launch"]
     assert warm_options == launch_options
     as_compiled = [arg.dtype if isinstance(arg, torch.Tensor) else arg for arg in launch_args]
     assert list(warm_args) == as_compiled

@@ -6,6 +6,8 @@ import torch
 
 from tunebench.kernels import get_kernel, launch_parameters, matmul, matmul_tma
 
+from launch_recorder import LaunchRecorder
+
 SPACE = matmul_tma.config_space()
 BIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 1, "WARP_SPECIALIZE": True,
        "FLATTEN": False, "EPILOGUE_SPLIT": 2, "num_warps": 8, "num_stages": 4}
@@ -61,6 +63,31 @@ def test_specialization_follows_divisibility_of_n_and_k_by_16():
     assert matmul_tma.specialization((16, 4096, 4104)) == (True, False)
 
 
+def _descriptor_fields(arg):
+    if isinstance(arg, matmul_tma.TensorDescriptor):
+        return arg.base.dtype, list(arg.shape), list(arg.strides), list(arg.block_shape)
+    return arg
+
+
+def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
+    """compile_only must compile the binary that run launches: descriptors of the same dtypes, shapes, strides and
+    blocks, the same integers and the same options."""
+    recorder = LaunchRecorder()
+    monkeypatch.setattr(matmul_tma, "matmul_tma_kernel", recorder)
+    shape = (37, 72, 56)
+    matmul_tma.compile_only(BIG, shape, "float16")
+    matmul_tma.run(BIG, matmul_tma.make_inputs(shape, "float16", "cpu"))
+    (warm_args, warm_options), (launch_args, launch_options) = recorder.calls["warmup"], recorder.calls["launch"]
+    assert warm_options == launch_options
+    assert [_descriptor_fields(arg) for arg in warm_args] == [_descriptor_fields(arg) for arg in launch_args]
+    assert _descriptor_fields(launch_args[2]) == (torch.float16, [37, 72], [72, 1], [128, 128])  # the split epilogue
+
+
+def test_inputs_have_no_split_k_workspace():
+    assert matmul_tma.make_inputs((4, 8, 8), "float16", "cpu").workspace.numel() == 0
+    assert matmul.make_inputs((4, 8, 8), "float16", "cpu").workspace.shape == (4, 8)
+
+
 def _small_configs(count, seed):
     rng = np.random.default_rng(seed)
     configs = [c for c in SPACE.sample(rng, 400, unique=True) if c["BLOCK_M"] * c["BLOCK_N"] * c["BLOCK_K"] <= 64 ** 3]
@@ -108,3 +135,16 @@ def test_gpu_matches_reference(dtype, shape):
         output = matmul_tma.run(config, inputs)
         error = matmul_tma.relative_error(output, matmul_tma.reference(inputs))
         assert error <= matmul_tma.TOLERANCE[dtype], (config, error)
+
+
+@pytest.mark.gpu
+def test_gpu_compile_only_builds_the_binary_that_run_launches_for_any_m():
+    """The binary compile_only makes is the one a launch uses, and M (not specialized) does not change it."""
+    config, shape = GPU_CONFIGS[1], (333, 1000, 520)
+    compiled = matmul_tma.compile_only(config, shape, "bfloat16")
+    assert compiled.hash == matmul_tma.compile_only(config, (4096, 1000, 520), "bfloat16").hash
+    inputs = matmul_tma.make_inputs(shape, "bfloat16", "cuda")
+    launched = matmul_tma.matmul_tma_kernel[(1,)](
+        *matmul_tma._descriptors(config, inputs.a, inputs.b, inputs.out, shape), *shape,
+        **matmul_tma._launch_arguments(config))
+    assert launched.hash == compiled.hash

@@ -18,6 +18,7 @@ from tunebench.measure.replay import ReplayEvaluator
 from tunebench.measure.result import Status
 
 import stand_in_bench
+from launch_recorder import LaunchRecorder
 
 SPACE = softmax.config_space()
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -107,20 +108,12 @@ def test_grid_is_persistent_and_never_larger_than_the_work():
 
 
 def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
-    calls = {}
-
-    class Recorder:
-        def warmup(self, *args, grid, **kwargs):
-            calls["warmup"] = (args, kwargs)
-
-        def __getitem__(self, grid):
-            return lambda *args, **kwargs: calls.setdefault("launch", (args, kwargs))
-
-    monkeypatch.setattr(softmax, "softmax_kernel", Recorder())
+    recorder = LaunchRecorder()
+    monkeypatch.setattr(softmax, "softmax_kernel", recorder)
     shape = (5, 48)
     softmax.compile_only(IN_REGISTERS, shape, "bfloat16")
     softmax.run(IN_REGISTERS, softmax.make_inputs(shape, "bfloat16", "cpu"))
-    (warm_args, warm_options), (launch_args, launch_options) = calls["warmup"], calls["launch"]
+    (warm_args, warm_options), (launch_args, launch_options) = recorder.calls["warmup"], recorder.calls["launch"]
     assert warm_options == launch_options
     assert list(warm_args) == [arg.dtype if isinstance(arg, torch.Tensor) else arg for arg in launch_args]
 

@@ -570,10 +570,12 @@ def torch_dtype(dtype: str) -> torch.dtype:
     return getattr(torch, dtype)
 
 
-def make_inputs(shape: tuple[int, ...], dtype: str, device: str | torch.device = "cuda", seed: int = 0) -> MatmulInputs:
+def make_inputs(shape: tuple[int, ...], dtype: str, device: str | torch.device = "cuda", seed: int = 0, *,
+                split_k_workspace: bool = True) -> MatmulInputs:
     """Random normal operands (never zeros: they hide unwritten outputs and run unrealistically fast).
 
-    B is scaled by 1/sqrt(K) so outputs stay near unit scale at every K.
+    B is scaled by 1/sqrt(K) so outputs stay near unit scale at every K. Without `split_k_workspace` the workspace is
+    empty (for kernels that never split K).
     """
     m, n, k = check_shape(shape)
     generator = torch.Generator(device="cpu").manual_seed(seed)
@@ -581,7 +583,7 @@ def make_inputs(shape: tuple[int, ...], dtype: str, device: str | torch.device =
     a = torch.randn((m, k), generator=generator).to(device=device, dtype=element)
     b = (torch.randn((k, n), generator=generator) / math.sqrt(k)).to(device=device, dtype=element)
     out = torch.empty((m, n), device=device, dtype=element)
-    workspace = torch.empty((m, n), device=device, dtype=torch.float32)
+    workspace = torch.empty((m, n) if split_k_workspace else (0,), device=device, dtype=torch.float32)
     return MatmulInputs(a, b, out, workspace)
 
 
