@@ -10,7 +10,7 @@ import torch
 from tunebench.collect import sweep
 from tunebench.kernels import KERNEL_INTERFACE, get_kernel
 from tunebench.kernels import compressed_matmul
-from tunebench.kernels.compressed_matmul import family, reconstruct
+from tunebench.kernels.compressed_matmul import decoders, family, reconstruct
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.measure.dataset import load_dataset
 from tunebench.measure.replay import ReplayEvaluator
@@ -83,6 +83,24 @@ def test_decode_then_cublas_through_the_family_on_cpu():
         assert torch.equal(inputs.out, torch.matmul(inputs.x, inputs.bf16_weight))
     assert family.relative_error(inputs.out, family.reference(inputs)) <= family.TOLERANCE["bfloat16"]
     assert torch.equal(family.run_vendor(inputs), torch.matmul(inputs.x, inputs.bf16_weight))
+
+
+def test_decoder_share_is_a_launch_parameter_that_compile_only_never_sees(monkeypatch):
+    """decode_sm_percent only sizes the decoder's grid: configs that differ in it alone compile the same binaries."""
+    assert family.LAUNCH_PARAMETERS == ("decode_sm_percent",)
+    compiled = []
+    monkeypatch.setattr(decoders, "compile_decoder", lambda *args: compiled.append(("decoder", args)))
+    monkeypatch.setattr(reconstruct, "compile_matmul", lambda config, source, shape: compiled.append(
+        ("matmul", reconstruct._launch_arguments(config, source), shape)))  # what the binary is compiled from
+    shared = [c for c in CONFIGS if c["decode_sm_percent"] != 100]
+    assert {c["pipeline"] for c in shared} == set(PIPELINES) - {"direct_palette"}  # it has no decoder
+    for config in shared:
+        compiled.clear()
+        family.compile_only(config, (16, 4096, 14336), "bfloat16")
+        alone = list(compiled)
+        compiled.clear()
+        family.compile_only(dict(config, decode_sm_percent=100), (16, 4096, 14336), "bfloat16")
+        assert alone and compiled == alone
 
 
 @pytest.mark.gpu

@@ -34,7 +34,7 @@ BATCHES = (1, 4, 16, 64, 256, 1024)
 LLAMA_MLP_SHAPES = tuple((batch, n, k) for batch in BATCHES for n, k in ((14336, 4096), (4096, 14336)))
 SHAPE_SETS = {"default": LLAMA_MLP_SHAPES}
 TOLERANCE = {"bfloat16": 1e-2}  # as the GEMM's: one BF16 rounding of the output plus reordered sums
-LAUNCH_PARAMETERS: tuple[str, ...] = ()  # none declared: every config counts as its own set of binaries
+LAUNCH_PARAMETERS = ("decode_sm_percent",)  # sizes the decoder grid only (see `run`; `compile_only` ignores it)
 relative_error = numerics.relative_error  # ||out - ref|| / ||ref|| in fp64; inf on NaN or inf
 DECODE_SM_PERCENT = (50, 100)  # the decoder's share of the SMs; 25 % was never best on an H100
 
