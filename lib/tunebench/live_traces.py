@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-FRACTIONS_OF_VENDOR = (0.5, 0.71, 0.8, 0.9, 0.95)
+FRACTIONS_OF_VENDOR = (0.5, 0.71, 0.8, 0.9, 0.95, 0.99, 1.0)
 FRACTION_OF_BEST = 0.99  # of the best config any strategy found for the shape in this run
 
 
