@@ -127,3 +127,12 @@ def test_pipeline_selection_draws_winners_split_and_gains(tmp_path: Path) -> Non
     assert "Fastest pipeline: " in text and "Preprocessing's share of the serial time" in text
     assert "The autotuned dispatch is " in text and "NVIDIA H100 80GB HBM3" in text
     assert "Traceback" not in text and "IProgress" not in text
+
+
+def test_gemm_kernels_renders_the_sweep_replays_and_live_runs(tmp_path: Path) -> None:
+    text = render("gemm_kernels.py", tmp_path, {"strategies": ["random", "pattern"], "replay_seeds": 1,
+                                                 "replay_seconds": 10.0, "replay_workers": 1})
+    # the sweep, the replays, the live runs of both kernels, the repeats at 4096^3
+    assert len(FIGURE.findall(text)) == 4
+    assert len(DATA_TABLE.findall(text)) == 5, "sweep, failures, replay summary, live table, repeats"
+    assert "lfbo, median of 5 seeds" in text and "4096x14336x4096" in text

@@ -929,7 +929,7 @@ class StudyPlan:
         reused = min(cached, total)
         print(f"{total} runs ({len(self.strategies)} strategies × {len(tasks)} tasks × {self.seeds} seeds): {reused} "
               f"reused from {runs_dir.name}/, {total - reused} replayed in {time.perf_counter() - started:.1f} s; "
-              f"trace table: {_shown(out)}")
+              f"trace table: {shown_path(out)}")
         return trace
 
     @classmethod
@@ -944,7 +944,7 @@ class StudyPlan:
         return cls(**spec)
 
 
-def _shown(path: Path) -> str:
+def shown_path(path: Path) -> str:
     """A path relative to the repository root where it lies inside it."""
     from tunebench.report import REPO_ROOT
 
@@ -973,7 +973,7 @@ def open_study(study: str) -> tuple[StudyPlan, pd.DataFrame, Path]:
     path = plan.path(study_dir)
     if path.is_file() and path.with_suffix(".json").is_file():
         return plan, pd.read_parquet(path), path
-    print(f"{_shown(path)} is not there yet: running strategy_comparison's default study")
+    print(f"{shown_path(path)} is not there yet: running strategy_comparison's default study")
     return plan, plan.run(study_dir), path
 
 

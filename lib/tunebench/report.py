@@ -25,7 +25,7 @@ NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 # The notebooks that `make report` renders, by file name in notebooks/.
 # sampled_configs reuses the study that strategy_comparison writes, so it comes after it.
 DEFAULT_NOTEBOOKS = ("search_space.py", "strategy_comparison.py", "sampled_configs.py", "surrogate_ablation.py",
-                     "config_prediction.py", "pipeline_selection.py")
+                     "config_prediction.py", "pipeline_selection.py", "gemm_kernels.py")
 FIGURE_DPI = 110
 # Kernelspecs tried in order: the one `make` registers inside the venv, then ipykernel's own.
 KERNEL_CANDIDATES = ("tunebench", "python3")

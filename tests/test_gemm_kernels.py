@@ -1,18 +1,17 @@
-"""benchmarks/tma_kernel.py on the recorded TMA sweep and live traces: the sweep's table, the replay's per-run targets
-and their medians, and the live table of both kernels (CPU, seconds)."""
+"""The TMA GEMM's tables and plots (`gemm_kernels`, used by benchmarks/tma_kernel.py and the gemm_kernels notebook)
+on the recorded TMA sweep and live traces: the sweep's table, the replay's per-run targets and their medians, the live
+tables of both kernels, and the figures (CPU, seconds)."""
 
 import math
-import sys
-from pathlib import Path
 
+import matplotlib
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from tunebench import gemm_kernels as tma_kernel
+from tunebench.study import Budget, Run, open_dataset, replay_run, tasks_of
 
-import tma_kernel  # noqa: E402
-
-from tunebench.study import Budget, Run, open_dataset, replay_run, tasks_of  # noqa: E402
+matplotlib.use("Agg")
 
 
 def test_sweep_table_counts_every_config_and_compares_with_cublas():
@@ -63,3 +62,25 @@ def test_repeats_table_lists_every_seed_and_the_median_of_lfbo():
     # 1.0x cuBLAS was reached by 2 of the 5 seeds: the median seed never got there
     assert lfbo["s to 1.0x"].notna().sum() == 2 and median["s to 1.0x"] == math.inf
     assert median["s to 0.99x"] == lfbo["s to 0.99x"].median()
+
+
+def test_live_figure_has_both_kernels_on_every_shape_and_helion_beside_4096():
+    figure = tma_kernel.plot_live_against_vendor(tma_kernel.LIVE)
+    axes = figure.axes
+    assert [ax.get_title() for ax in axes] == list(tma_kernel.LIVE_SHAPES)
+    assert all(len(ax.lines) == 3 for ax in axes if ax.get_title() != "4096x4096x4096")  # 2 kernels + cuBLAS line
+    square = axes[tma_kernel.LIVE_SHAPES.index("4096x4096x4096")]
+    helion = [line for line in square.lines if line.get_label().startswith("Helion")]
+    assert [tuple(line.get_xydata()[0]) for line in helion] == list(tma_kernel.HELION_4096.values())
+    assert all(ax.get_xlabel() and ax.get_xscale() == "log" for ax in axes) and axes[0].get_ylabel()
+
+
+def test_sweep_and_replay_figures_draw_a_line_per_shape_and_per_strategy():
+    dataset = open_dataset(tma_kernel.DATASET)
+    assert len(tma_kernel.plot_sweep_against_vendor(dataset).axes[0].lines) == len(dataset.shapes()) + 1
+    task = next(t for t in tasks_of(tma_kernel.DATASET) if t.shape == (2048, 2048, 2048))
+    trace = pd.concat([replay_run(Run(strategy, task, seed), Budget(seconds=5)).assign(strategy=strategy, seed=seed,
+                                                                                       task=task.name)
+                       for strategy in ("random", "pattern") for seed in (0, 1)], ignore_index=True)
+    (ax,) = tma_kernel.plot_replay_against_vendor(trace, dataset).axes
+    assert [line.get_label() for line in ax.lines[:2]] == ["random", "pattern"] and ax.get_title() == "2048x2048x2048"

@@ -1,0 +1,254 @@
+"""The TMA GEMM (`matmul_tma`) beside the pointer GEMM (`matmul`) and cuBLAS: tables of its recorded sweep, of the
+strategies replayed on it and of the live searches of both kernels, and their plots (`benchmarks/tma_kernel.py`, the
+`gemm_kernels` notebook).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+from tunebench.live_traces import FRACTIONS_OF_VENDOR, summary_rows
+from tunebench.measure.dataset import Dataset
+from tunebench.metrics import evaluations_to_reach, seconds_to_reach
+from tunebench.plots import shown_path, strategy_colors
+from tunebench.report import REPO_ROOT
+from tunebench.study import open_dataset
+
+DATASET = REPO_ROOT / "results" / "datasets" / "matmul_tma_bfloat16_h200.parquet"
+LIVE = REPO_ROOT / "results" / "live_search" / "matmul_tma"  # both kernels' LFBO runs of one sitting; repeats/ below
+LIVE_SHAPES = ("2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "4096x14336x4096")
+STRATEGIES = ("random", "pattern", "lfbo", "de", "optuna_tpe")
+FRACTIONS = (0.71, 0.9, 0.95, 0.99)  # of cuBLAS's speed: Helion's quick effort reached 0.71x
+FRACTION_OF_BEST = 0.99  # of the sweep's best config
+KERNELS = {"matmul": "pointer GEMM", "matmul_tma": "TMA GEMM"}
+# Helion 1.0.0 on an H200 at bf16 4096^3, measured by the tunebench team (the project brief): its quick effort reached
+# 0.71x cuBLAS in 20 s; its LFBO pattern search matched cuBLAS after about 180 s.
+HELION_4096 = {"Helion quick effort": (20.0, 0.71), "Helion LFBO": (180.0, 1.0)}
+
+
+def sweep_table(dataset_path: Path) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+    """Per recorded shape: outcomes, the best config against cuBLAS, and how many configs come near it; the failures
+    by the parameters that decide them; and whether every shape failed exactly the same configs the same way."""
+    dataset = open_dataset(dataset_path)
+    rows, failures, failed_configs = [], [], []
+    for shape in dataset.shapes():
+        task = dataset.task(shape)
+        ok = task[task.status == "ok"]
+        vendor_ms = dataset.vendor_ms(shape)
+        best = ok.loc[ok.latency_ms.idxmin()]
+        counts = task.status.value_counts()
+        rows.append({"shape": "x".join(map(str, shape)), "configs": len(task), "ok": counts.get("ok", 0),
+                     "compile_error": counts.get("compile_error", 0), "wrong_result": counts.get("wrong_result", 0),
+                     "out_of_resources": counts.get("out_of_resources", 0), "cuBLAS_ms": round(vendor_ms, 4),
+                     "best_ms": round(best.latency_ms, 4), "best vs cuBLAS": round(vendor_ms / best.latency_ms, 3),
+                     "configs >= 0.95x cuBLAS": int((vendor_ms / ok.latency_ms >= 0.95).sum()),
+                     "best config": ", ".join(f"{name}={best[name]}" for name in dataset.parameter_names)})
+        failed = task[task.status != "ok"]
+        failed_configs.append(set(map(tuple, failed[[*dataset.parameter_names, "status"]].to_numpy().tolist())))
+        failures.append(failed.groupby(["status", "WARP_SPECIALIZE", "FLATTEN", "num_warps"]).size()
+                        .rename("configs").reset_index().assign(shape="x".join(map(str, shape))))
+    same = all(configs == failed_configs[0] for configs in failed_configs)
+    return pd.DataFrame(rows), pd.concat(failures, ignore_index=True), same
+
+
+def replay_by_seed(trace: pd.DataFrame, dataset_path: Path) -> pd.DataFrame:
+    """Per run: simulated seconds (and evaluations) to each fraction of cuBLAS and to FRACTION_OF_BEST of the sweep's
+    best; NaN where the run never got there."""
+    dataset = open_dataset(dataset_path)
+    rows = []
+    for (strategy, task, seed), run in trace.groupby(["strategy", "task", "seed"], sort=False):
+        shape = tuple(int(size) for size in task.split(":")[-1].split("x"))
+        vendor_ms = dataset.vendor_ms(shape)
+        optimum_ms = dataset.task(shape).latency_ms.min()
+        best, time_s = run.best_ms.to_numpy(), run.time_s.to_numpy()
+        row = {"strategy": strategy, "shape": task.split(":")[-1], "seed": seed, "evaluations": len(run),
+               "best vs cuBLAS": vendor_ms / best.min()}
+        for fraction in FRACTIONS:
+            row[f"s to {fraction}x"] = seconds_to_reach(best, time_s, vendor_ms, fraction)
+        row[f"s to {FRACTION_OF_BEST} of best"] = seconds_to_reach(best, time_s, optimum_ms, FRACTION_OF_BEST)
+        row[f"evals to {FRACTION_OF_BEST} of best"] = evaluations_to_reach(best, optimum_ms, FRACTION_OF_BEST)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def replay_summary(by_seed: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy and shape: medians over seeds (a seed that never got there counts as never: inf), and the share
+    of seeds that got there."""
+    rows = []
+    targets = [f"s to {fraction}x" for fraction in FRACTIONS] + [f"s to {FRACTION_OF_BEST} of best",
+                                                                f"evals to {FRACTION_OF_BEST} of best"]
+    for (shape, strategy), part in by_seed.groupby(["shape", "strategy"], sort=False):
+        row = {"shape": shape, "strategy": strategy, "seeds": len(part),
+               "median best vs cuBLAS": round(part["best vs cuBLAS"].median(), 3)}
+        for column in targets:
+            row[f"median {column}"] = round(float(part[column].fillna(np.inf).median()), 1)
+        row[f"seeds to {FRACTION_OF_BEST} of best"] = f"{part[targets[-1]].notna().mean():.0%}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def live_table(live: Path) -> pd.DataFrame:
+    """LFBO's live runs of both kernels, shape by shape, from their recorded traces."""
+    rows = []
+    for shape in LIVE_SHAPES:
+        for kernel, stem in (("matmul", f"h200_bfloat16_{shape}"), ("matmul_tma", f"h200_matmul_tma_bfloat16_{shape}")):
+            path = live / f"{stem}.parquet"
+            if not path.is_file():
+                continue
+            lfbo = summary_rows(pd.read_parquet(path)).set_index("strategy").loc["lfbo"]
+            row = {"shape": shape, "kernel": kernel, "trace": shown_path(path),
+                   "evaluations": lfbo["evaluations"], "search_s": lfbo["search_s"],
+                   "best vs cuBLAS": lfbo["best vs cuBLAS"]}
+            row.update({f"s to {fraction}x": lfbo[f"s to {fraction}x"] for fraction in FRACTIONS_OF_VENDOR[1:]})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+REPEATED = [f"s to {fraction}x" for fraction in (0.95, 0.99, 1.0)]
+
+
+def repeats_table(live: Path, shape: str = "4096x4096x4096") -> pd.DataFrame:
+    """Every live run of the TMA kernel at `shape`: LFBO's seeds (seed 0 is the run of `live_table`, the others under
+    repeats/seed<N>/), then the other strategies under repeats/<names>/; a last row of LFBO's medians over seeds, a
+    seed that never got there counting as never (inf)."""
+    stem = f"h200_matmul_tma_bfloat16_{shape}.parquet"
+    traces = [(0, live / stem)] + sorted((int(path.parent.name.removeprefix("seed")), path)
+                                         for path in live.glob(f"repeats/seed*/{stem}"))
+    traces += [(None, path) for path in sorted(live.glob(f"repeats/*/{stem}"))
+               if not path.parent.name.startswith("seed")]
+    rows = []
+    for seed, path in traces:
+        for _, summary in summary_rows(pd.read_parquet(path)).iterrows():
+            rows.append({"strategy": summary["strategy"], "seed": "" if seed is None else seed,
+                         "trace": shown_path(path), "evaluations": summary["evaluations"],
+                         "search_s": summary["search_s"], "setup_s": summary["setup_s"],
+                         "best vs cuBLAS": summary["best vs cuBLAS"],
+                         **{column: summary[column] for column in REPEATED},
+                         **{f"set-up + {column}": round(summary["setup_s"] + summary[column], 1)
+                            for column in REPEATED[:2]}})
+    table = pd.DataFrame(rows)
+    lfbo = table[table.strategy == "lfbo"]
+    median = {"strategy": f"lfbo, median of {len(lfbo)} seeds", "seed": "", "trace": "",
+              "evaluations": lfbo.evaluations.median(), "search_s": lfbo.search_s.median(),
+              "setup_s": lfbo.setup_s.median(), "best vs cuBLAS": lfbo["best vs cuBLAS"].median(),
+              **{column: float(lfbo[column].fillna(np.inf).median())
+                 for column in [*REPEATED, *(f"set-up + {column}" for column in REPEATED[:2])]}}
+    return pd.concat([table, pd.DataFrame([median])], ignore_index=True)
+
+
+# -- plots ---------------------------------------------------------------------------------------------------------
+
+VENDOR_LABEL = "speed against cuBLAS (cuBLAS ms / best so far)"
+
+
+SECONDS_TICKS = (0.3, 1, 3, 10, 30, 100, 300)
+
+
+def _vendor_axes(ax, title: str, xlabel: str, xlim: tuple[float, float]) -> None:
+    """Log seconds with plain tick labels, speed against cuBLAS from 0.5, dotted at cuBLAS."""
+    ax.axhline(1.0, color="0.3", linestyle=":", linewidth=0.9)
+    ax.set(title=title, xlabel=xlabel, xscale="log", xlim=xlim, ylim=(0.5, 1.05))
+    ax.set_xticks([tick for tick in SECONDS_TICKS if xlim[0] <= tick <= xlim[1]])
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _helion_marks(ax) -> list[Line2D]:
+    """Helion 1.0.0's two measured points at bf16 4096^3 on an H200 (HELION_4096), as markers."""
+    handles = []
+    for (label, (seconds, speed)), marker in zip(HELION_4096.items(), ("s", "D")):
+        handles += ax.plot([seconds], [speed], marker=marker, color="0.15", linestyle="none", markersize=7,
+                           label=label)
+    return handles
+
+
+def plot_sweep_against_vendor(dataset: Dataset) -> Figure:
+    """Per recorded shape: how many configs reach at least each speed against cuBLAS (cuBLAS ms / config ms), so the
+    top of the space (how many configs come near cuBLAS) is visible; dotted at cuBLAS."""
+    figure, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    for shape in dataset.shapes():
+        task = dataset.task(shape)
+        speed = np.sort(dataset.vendor_ms(shape) / task.loc[task.status == "ok", "latency_ms"].to_numpy())[::-1]
+        ax.step(speed, np.arange(1, len(speed) + 1), where="post", label="x".join(map(str, shape)))
+    ax.axvline(1.0, color="0.3", linestyle=":", linewidth=0.9)
+    ax.set(xlabel="speed against cuBLAS (cuBLAS ms / config ms)", ylabel="configs at least this fast",
+           yscale="log", xlim=(0.3, 1.05), title=f"{dataset.kernel}: every config of the space, per shape")
+    ax.legend(frameon=False)
+    return figure
+
+
+def plot_replay_against_vendor(trace: pd.DataFrame, dataset: Dataset, points: int = 200) -> Figure:
+    """Replayed searches (a `study` trace table of the dataset's tasks): per shape, each strategy's median over seeds
+    of its best so far against cuBLAS, on simulated seconds; dotted at cuBLAS."""
+    from tunebench.metrics import fraction_curve_over_time
+
+    colors = strategy_colors(list(dict.fromkeys(trace.strategy)))
+    tasks = list(dict.fromkeys(trace.task))
+    figure, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 4.2), sharey=True, squeeze=False,
+                                layout="constrained")
+    grid = np.geomspace(max(float(trace.time_s.min()), 0.1), float(trace.time_s.max()), points)
+    for ax, task in zip(axes[0], tasks):
+        shape = tuple(int(size) for size in task.split(":")[-1].split("x"))
+        vendor_ms = dataset.vendor_ms(shape)
+        for strategy, runs in trace[trace.task == task].groupby("strategy", sort=False):
+            curves = [fraction_curve_over_time(run.best_ms.to_numpy(), run.time_s.to_numpy(), vendor_ms, grid)
+                      for _, run in runs.groupby("seed")]
+            ax.plot(grid, np.median(curves, axis=0), color=colors[strategy], linewidth=1.6, label=strategy)
+        _vendor_axes(ax, task.split(":")[-1], "simulated seconds", (grid[0], grid[-1]))
+    axes[0][0].set_ylabel(VENDOR_LABEL)
+    seeds = trace.groupby(["strategy", "task"]).seed.nunique().min()
+    figure.suptitle(f"Replayed on the recorded sweep: median over {seeds} seeds")
+    figure.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(colors),
+                  frameon=False)
+    return figure
+
+
+def plot_live_against_vendor(live: Path = LIVE) -> Figure:
+    """The live LFBO searches of both kernels (`live_table`'s traces): per shape, best so far against cuBLAS on the
+    wall clock from the first ask; at 4096^3 Helion 1.0.0's two measured points (HELION_4096)."""
+    figure, axes = plt.subplots(1, len(LIVE_SHAPES), figsize=(4.4 * len(LIVE_SHAPES), 4.2), sharey=True,
+                                squeeze=False, layout="constrained")
+    handles: dict[str, Line2D] = {}
+    for ax, shape in zip(axes[0], LIVE_SHAPES):
+        for color, (kernel, stem) in zip(("C0", "C1"), (("matmul", f"h200_bfloat16_{shape}"),
+                                                         ("matmul_tma", f"h200_matmul_tma_bfloat16_{shape}"))):
+            path = live / f"{stem}.parquet"
+            if path.is_file():
+                trace = pd.read_parquet(path)
+                trace = trace[trace.strategy == "lfbo"]
+                (line,) = ax.step(trace.time_s, trace.vendor_ms.iloc[0] / trace.best_ms, where="post", color=color,
+                                  linewidth=1.6, label=f"{KERNELS[kernel]}, LFBO")
+                handles[line.get_label()] = line
+        if shape == "4096x4096x4096":
+            handles.update({handle.get_label(): handle for handle in _helion_marks(ax)})
+        _vendor_axes(ax, shape, "wall seconds from the first ask", (3, 300))
+    axes[0][0].set_ylabel(VENDOR_LABEL)
+    figure.legend(handles=list(handles.values()), loc="outside lower center", ncols=len(handles), frameon=False)
+    return figure
+
+
+def plot_repeats_against_vendor(live: Path = LIVE, shape: str = "4096x4096x4096") -> Figure:
+    """Every live run of the TMA kernel at `shape` (`repeats_table`'s traces): best so far against cuBLAS on the wall
+    clock, one line per run (LFBO's seeds in one colour), beside Helion 1.0.0's two measured points."""
+    stem = f"h200_matmul_tma_bfloat16_{shape}.parquet"
+    paths = [live / stem, *sorted(live.glob(f"repeats/*/{stem}"))]
+    traces = pd.concat([pd.read_parquet(path).assign(run=str(path.parent.name)) for path in paths], ignore_index=True)
+    colors = strategy_colors(list(dict.fromkeys(traces.strategy)))
+    figure, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    for (run, strategy), trace in traces.groupby(["run", "strategy"], sort=False):
+        ax.step(trace.time_s, trace.vendor_ms.iloc[0] / trace.best_ms, where="post", color=colors[strategy],
+                linewidth=1.3, alpha=0.85)
+    handles = [Line2D([], [], color=color, linewidth=2, label=strategy) for strategy, color in colors.items()]
+    handles += _helion_marks(ax) if shape == "4096x4096x4096" else []
+    _vendor_axes(ax, f"matmul_tma {shape}: every live run", "wall seconds from the first ask", (3, 300))
+    ax.set_ylabel(VENDOR_LABEL)
+    ax.legend(handles=handles, frameon=False, loc="lower right")
+    return figure
