@@ -3,6 +3,8 @@ on the recorded TMA sweep and live traces: the sweep's table, the replay's per-r
 tables of both kernels, and the figures (CPU, seconds)."""
 
 import math
+import sys
+from pathlib import Path
 
 import matplotlib
 import pandas as pd
@@ -10,6 +12,12 @@ import pytest
 
 from tunebench import gemm_kernels as tma_kernel
 from tunebench.study import Budget, Run, open_dataset, replay_run, tasks_of
+
+import stand_in_bench
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import tma_rounds  # noqa: E402
 
 matplotlib.use("Agg")
 
@@ -84,3 +92,29 @@ def test_sweep_and_replay_figures_draw_a_line_per_shape_and_per_strategy():
                        for strategy in ("random", "pattern") for seed in (0, 1)], ignore_index=True)
     (ax,) = tma_kernel.plot_replay_against_vendor(trace, dataset).axes
     assert [line.get_label() for line in ax.lines[:2]] == ["random", "pattern"] and ax.get_title() == "2048x2048x2048"
+
+
+class RoundsBench(stand_in_bench.StandInBench):
+    """cuBLAS answers 1.0 ms (the stand-in's); a config BLOCK_K / 100 ms, so the 32-wide K tiles are fastest."""
+
+    def latency_ms(self, config, shape):
+        return config["BLOCK_K"] / 100
+
+
+def test_tma_rounds_times_the_sweeps_top_configs_and_cublas_in_every_round(tmp_path, monkeypatch):
+    from tunebench.measure import live
+
+    monkeypatch.setattr(live, "GpuBench", RoundsBench)
+    plan = tma_rounds.plan(tma_kernel.DATASET)
+    assert len(plan) == 3 * tma_rounds.TOP and (plan.groupby(tma_rounds.SHAPE).recorded_rank.max() == 7).all()
+    out = tmp_path / "rounds.csv"
+    tma_rounds.time_plan(out, plan, seed=0)
+    timings = pd.read_csv(out)
+    assert timings.groupby("kind").size().to_dict() == {"config": 3 * 8 * tma_rounds.ROUNDS,
+                                                        "vendor": 3 * tma_rounds.ROUNDS}
+    shapes, configs = tma_rounds.per_shape(timings)
+    fastest = plan.loc[plan.BLOCK_K.idxmin()]
+    square = shapes.set_index("shape").loc["x".join(str(fastest[name]) for name in tma_rounds.SHAPE)]
+    assert square["vs cuBLAS, median of rounds"] == pytest.approx(100 / fastest.BLOCK_K, abs=1e-3)
+    assert square["rounds"] == tma_rounds.ROUNDS and square["lowest round"] == square["highest round"]
+    assert "Command: `x`" in tma_rounds.summarize(out, "x")

@@ -21,11 +21,14 @@ from tunebench.measure.timing import TimingPolicy
 
 def time_in_rounds(out: Path, plan: pd.DataFrame, shape_names: Sequence[str], config_names: Sequence[str],
                    policies: Mapping[str, TimingPolicy], rounds: int, seed: int, kernel: str = "matmul",
-                   dtype: str = "bfloat16") -> pd.DataFrame:
+                   dtype: str = "bfloat16", vendor: bool = False) -> pd.DataFrame:
     """Time `plan`'s rows (a shape and a config each, plus any other columns, which are kept) in `rounds` rounds
     under each named policy, appending each finished round to the CSV `out` (policy, round, the plan's columns,
     status, latency_ms, repeats, gpu) and skipping the rounds it already holds. Every round's shuffles are drawn
-    in order whether or not the round is skipped, so a resumed run times the same orders. Returns every row."""
+    in order whether or not the round is skipped, so a resumed run times the same orders. With `vendor`, each round
+    also times the vendor library once per shape, before the shape's configs in even rounds and after them in odd
+    ones, as a row of kind "vendor" (the configs' rows are of kind "config"; the plan's other columns empty). Returns
+    every row."""
     from tunebench.measure.live import GpuBench
 
     if rounds < 1:
@@ -45,18 +48,28 @@ def time_in_rounds(out: Path, plan: pd.DataFrame, shape_names: Sequence[str], co
                     continue
                 started, rows = time.perf_counter(), []
                 for (shape, group), permutation in zip(groups, order):
-                    group = group.iloc[permutation]
-                    results = bench.measure(group[list(config_names)].to_dict("records"),
-                                            tuple(int(value) for value in shape))
-                    for (_, row), result in zip(group.iterrows(), results):
-                        rows.append({"policy": policy_name, "round": round_index, **row.to_dict(),
-                                     "status": result.status.value, "latency_ms": result.latency_ms,
-                                     "repeats": len(result.repeats_ms), "gpu": gpu})
+                    timed = _time_group(bench, group.iloc[permutation], tuple(int(value) for value in shape),
+                                        shape_names, config_names, vendor, vendor_first=round_index % 2 == 0)
+                    rows += [{"policy": policy_name, "round": round_index, **fields, "status": result.status.value,
+                              "latency_ms": result.latency_ms, "repeats": len(result.repeats_ms), "gpu": gpu}
+                             for fields, result in timed]
                 done = pd.concat([done, pd.DataFrame(rows)], ignore_index=True)
                 write_text_atomically(out, done.to_csv(index=False))
                 print(f"{policy_name} round {round_index + 1} of {rounds}: {len(rows)} timings in "
                       f"{time.perf_counter() - started:.0f} s", flush=True)
     return done
+
+
+def _time_group(bench, group: pd.DataFrame, shape: tuple[int, ...], shape_names: Sequence[str],
+                config_names: Sequence[str], vendor: bool, vendor_first: bool) -> list[tuple[dict, object]]:
+    """(row fields, result) of one shape's configs timed in one batch, in the group's order, and with `vendor` of the
+    vendor library timed once, before or after them."""
+    vendor_row = {**dict(zip(shape_names, shape)), "kind": "vendor"}
+    timed = [(vendor_row, bench.measure_vendor(shape))] if vendor and vendor_first else []
+    results = bench.measure(group[list(config_names)].to_dict("records"), shape)
+    timed += [({**row.to_dict(), **({"kind": "config"} if vendor else {})}, result)
+              for (_, row), result in zip(group.iterrows(), results)]
+    return timed + ([(vendor_row, bench.measure_vendor(shape))] if vendor and not vendor_first else [])
 
 
 def rounds_command(description: str, repo: Path, default_dataset: Path, write_plan: Callable[[Path], pd.DataFrame],
