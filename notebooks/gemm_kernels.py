@@ -28,11 +28,11 @@ from pathlib import Path
 
 from IPython.display import display
 
+from tunebench.dataset_summary import provenance_line
 from tunebench.gemm_kernels import (
     live_table, plot_live_against_vendor, plot_repeats_against_vendor, plot_replay_against_vendor,
     plot_sweep_against_vendor, repeats_table, replay_by_seed, replay_summary, sweep_table,
 )
-from tunebench.dataset_summary import provenance_line
 from tunebench.plots import resolve_dataset, table_style
 from tunebench.report import repo_path, set_style, show_run_header
 from tunebench.study import Budget, open_dataset, run_study, tasks_of
