@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tunebench.gemm_kernels import DATASET
+from tunebench.gemm_kernels import DATASET, ROUND_SHAPE, rounds_tables
 from tunebench.measure.rounds import rounds_command, time_in_rounds
 from tunebench.measure.timing import TimingPolicy
 from tunebench.study import open_dataset
@@ -23,7 +23,7 @@ from tunebench.tables import markdown_table
 REPO = Path(__file__).resolve().parents[1]
 TOP = 8  # each shape's recorded fastest configs
 ROUNDS = 8
-SHAPE = ["M", "N", "K"]
+SHAPE = ROUND_SHAPE  # the plan's shape columns
 
 
 def plan(dataset_path: Path) -> pd.DataFrame:
@@ -48,38 +48,9 @@ def time_plan(out: Path, configs: pd.DataFrame, seed: int) -> None:
                    vendor=True)
 
 
-def per_shape(timings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per shape: cuBLAS's median over rounds, the config with the fastest median over rounds and its speed against
-    cuBLAS (median over rounds of cuBLAS ms / its ms in the same round, with the range), beside the sweep's figure;
-    and per config its median over rounds against cuBLAS's."""
-    ok = timings[timings.status == "ok"].astype({name: int for name in SHAPE})
-    vendor = ok[ok.kind == "vendor"].set_index([*SHAPE, "round"]).latency_ms.sort_index()
-    configs = ok[ok.kind == "config"]
-    medians = (configs.groupby([*SHAPE, "recorded_rank", "recorded_ms", "recorded_vendor_ms"]).latency_ms
-               .agg(["median", "count"]).reset_index())
-    medians["vs cuBLAS (medians)"] = [vendor.loc[tuple(shape)].median() / median for shape, median in
-                                      zip(medians[SHAPE].itertuples(index=False), medians["median"])]
-    rows = []
-    for shape, group in medians.groupby(SHAPE, sort=False):
-        best = group.loc[group["median"].idxmin()]
-        at_shape = (configs[SHAPE] == pd.Series(dict(zip(SHAPE, shape)))).all(axis=1)
-        rounds = configs[at_shape & (configs.recorded_rank == best.recorded_rank)]
-        per_round = vendor.loc[shape].reindex(rounds["round"]).to_numpy() / rounds.latency_ms.to_numpy()
-        rows.append({"shape": "x".join(map(str, shape)), "rounds": len(vendor.loc[shape]),
-                     "cuBLAS median ms": round(vendor.loc[shape].median(), 4),
-                     "fastest config (recorded rank)": int(best.recorded_rank),
-                     "its median ms": round(best["median"], 4),
-                     "vs cuBLAS, median of rounds": round(float(pd.Series(per_round).median()), 3),
-                     "lowest round": round(float(per_round.min()), 3),
-                     "highest round": round(float(per_round.max()), 3),
-                     "the sweep's best vs cuBLAS": round(group.recorded_vendor_ms.iloc[0] / group.recorded_ms.min(),
-                                                         3)})
-    return pd.DataFrame(rows), medians.round(4)
-
-
 def summarize(out: Path, command: str) -> str:
     timings = pd.read_csv(out)
-    shapes, configs = per_shape(timings)
+    shapes, configs = rounds_tables(timings)
     return "\n\n".join([
         "# The TMA GEMM's fastest configs against cuBLAS, in rounds", f"Command: `{command}`",
         f"The timings: `{out.relative_to(REPO) if out.is_relative_to(REPO) else out}` on "

@@ -26,12 +26,13 @@
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 from IPython.display import display
 
 from tunebench.dataset_summary import provenance_line
 from tunebench.gemm_kernels import (
     live_table, plot_live_against_vendor, plot_repeats_against_vendor, plot_replay_against_vendor,
-    plot_sweep_against_vendor, repeats_table, replay_by_seed, replay_summary, sweep_table,
+    plot_sweep_against_vendor, repeats_table, replay_by_seed, replay_summary, rounds_tables, sweep_table,
 )
 from tunebench.plots import resolve_dataset, table_style
 from tunebench.report import repo_path, set_style, show_run_header
@@ -46,13 +47,14 @@ strategies = ["random", "pattern", "lfbo", "de", "optuna_tpe"]  # replayed on ev
 replay_seeds = 5
 replay_seconds = 60.0  # simulated seconds per replayed run
 replay_workers = 2
+rounds = "results/matmul_tma/rounds_h200.csv"  # benchmarks/tma_rounds.py's re-timing of the sweep's top configs
 
 # %%
 path = resolve_dataset(dataset)
 recorded = open_dataset(path)
 live_dir = repo_path(live)
 show_run_header({"dataset": dataset, "live": live, "strategies": strategies, "replay_seeds": replay_seeds,
-                 "replay_seconds": replay_seconds, "replay_workers": replay_workers},
+                 "replay_seconds": replay_seconds, "replay_workers": replay_workers, "rounds": rounds},
                 {"dataset": provenance_line(recorded)})
 
 # %% [markdown]
@@ -65,6 +67,14 @@ sweep, failures, same_failures = sweep_table(path)
 display(table_style(sweep))
 display(table_style(failures if not same_failures else failures[failures["shape"] == failures["shape"].iloc[0]]))
 plot_sweep_against_vendor(recorded);
+
+# %% [markdown]
+# One sitting's figures move by about 1 %. `benchmarks/tma_rounds.py` timed each shape's fastest configs of the sweep
+# again in shuffled rounds with cuBLAS in every round: per shape, the config with the fastest median over rounds, and
+# the median over rounds of cuBLAS's time / its time in the same round.
+
+# %%
+display(table_style(rounds_tables(pd.read_csv(repo_path(rounds)))[0]))
 
 # %% [markdown]
 # ## Replayed searches

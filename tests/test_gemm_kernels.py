@@ -112,7 +112,7 @@ def test_tma_rounds_times_the_sweeps_top_configs_and_cublas_in_every_round(tmp_p
     timings = pd.read_csv(out)
     assert timings.groupby("kind").size().to_dict() == {"config": 3 * 8 * tma_rounds.ROUNDS,
                                                         "vendor": 3 * tma_rounds.ROUNDS}
-    shapes, configs = tma_rounds.per_shape(timings)
+    shapes, configs = tma_kernel.rounds_tables(timings)
     fastest = plan.loc[plan.BLOCK_K.idxmin()]
     square = shapes.set_index("shape").loc["x".join(str(fastest[name]) for name in tma_rounds.SHAPE)]
     assert square["vs cuBLAS, median of rounds"] == pytest.approx(100 / fastest.BLOCK_K, abs=1e-3)

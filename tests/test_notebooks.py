@@ -134,5 +134,5 @@ def test_gemm_kernels_renders_the_sweep_replays_and_live_runs(tmp_path: Path) ->
                                                  "replay_seconds": 10.0, "replay_workers": 1})
     # the sweep, the replays, the live runs of both kernels, the repeats at 4096^3
     assert len(FIGURE.findall(text)) == 4
-    assert len(DATA_TABLE.findall(text)) == 5, "sweep, failures, replay summary, live table, repeats"
+    assert len(DATA_TABLE.findall(text)) == 6, "sweep, failures, rounds, replay summary, live table, repeats"
     assert "lfbo, median of 5 seeds" in text and "4096x14336x4096" in text

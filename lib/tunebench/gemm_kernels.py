@@ -1,6 +1,6 @@
-"""The TMA GEMM (`matmul_tma`) beside the pointer GEMM (`matmul`) and cuBLAS: tables of its recorded sweep, of the
-strategies replayed on it and of the live searches of both kernels, and their plots (`benchmarks/tma_kernel.py`, the
-`gemm_kernels` notebook).
+"""The TMA GEMM (`matmul_tma`) beside the pointer GEMM (`matmul`) and cuBLAS: tables of its recorded sweep, of its
+best configs re-timed in rounds, of the strategies replayed on it and of the live searches of both kernels, and their
+plots (`benchmarks/tma_kernel.py`, `benchmarks/tma_rounds.py`, the `gemm_kernels` notebook).
 """
 
 from __future__ import annotations
@@ -141,6 +141,38 @@ def repeats_table(live: Path, shape: str = "4096x4096x4096") -> pd.DataFrame:
               **{column: float(lfbo[column].fillna(np.inf).median())
                  for column in [*REPEATED, *(f"set-up + {column}" for column in REPEATED[:2])]}}
     return pd.concat([table, pd.DataFrame([median])], ignore_index=True)
+
+
+ROUND_SHAPE = ["M", "N", "K"]  # the shape columns of benchmarks/tma_rounds.py's plan and timings
+
+
+def rounds_tables(timings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per shape: cuBLAS's median over rounds, the config with the fastest median over rounds and its speed against
+    cuBLAS (median over rounds of cuBLAS ms / its ms in the same round, with the range), beside the sweep's figure;
+    and per config its median over rounds against cuBLAS's."""
+    ok = timings[timings.status == "ok"].astype({name: int for name in ROUND_SHAPE})
+    vendor = ok[ok.kind == "vendor"].set_index([*ROUND_SHAPE, "round"]).latency_ms.sort_index()
+    configs = ok[ok.kind == "config"]
+    medians = (configs.groupby([*ROUND_SHAPE, "recorded_rank", "recorded_ms", "recorded_vendor_ms"]).latency_ms
+               .agg(["median", "count"]).reset_index())
+    medians["vs cuBLAS (medians)"] = [vendor.loc[tuple(shape)].median() / median for shape, median in
+                                      zip(medians[ROUND_SHAPE].itertuples(index=False), medians["median"])]
+    rows = []
+    for shape, group in medians.groupby(ROUND_SHAPE, sort=False):
+        best = group.loc[group["median"].idxmin()]
+        at_shape = (configs[ROUND_SHAPE] == pd.Series(dict(zip(ROUND_SHAPE, shape)))).all(axis=1)
+        rounds = configs[at_shape & (configs.recorded_rank == best.recorded_rank)]
+        per_round = vendor.loc[shape].reindex(rounds["round"]).to_numpy() / rounds.latency_ms.to_numpy()
+        rows.append({"shape": "x".join(map(str, shape)), "rounds": len(vendor.loc[shape]),
+                     "cuBLAS median ms": round(vendor.loc[shape].median(), 4),
+                     "fastest config (recorded rank)": int(best.recorded_rank),
+                     "its median ms": round(best["median"], 4),
+                     "vs cuBLAS, median of rounds": round(float(pd.Series(per_round).median()), 3),
+                     "lowest round": round(float(per_round.min()), 3),
+                     "highest round": round(float(per_round.max()), 3),
+                     "the sweep's best vs cuBLAS": round(group.recorded_vendor_ms.iloc[0] / group.recorded_ms.min(),
+                                                         3)})
+    return pd.DataFrame(rows), medians.round(4)
 
 
 # -- plots ---------------------------------------------------------------------------------------------------------
