@@ -42,6 +42,7 @@ def plan(dataset_path: Path) -> pd.DataFrame:
 
 
 def time_plan(out: Path, configs: pd.DataFrame, seed: int) -> None:
+    """Time the plan's configs and cuBLAS in ROUNDS rounds on this machine's GPU, appending each round to `out`."""
     names = [name for name in configs.columns if name not in (*SHAPE, "recorded_rank", "recorded_ms",
                                                                   "recorded_vendor_ms")]
     time_in_rounds(out, configs, SHAPE, names, {"default": TimingPolicy()}, ROUNDS, seed, kernel="matmul_tma",
