@@ -114,17 +114,21 @@ def live_table(live: Path) -> pd.DataFrame:
 REPEATED = [f"s to {fraction}x" for fraction in (0.95, 0.99, 1.0)]
 
 
-def repeats_table(live: Path, shape: str = "4096x4096x4096") -> pd.DataFrame:
-    """Every live run of the TMA kernel at `shape`: LFBO's seeds (seed 0 is the run of `live_table`, the others under
-    repeats/seed<N>/), then the other strategies under repeats/<names>/; a last row of LFBO's medians over seeds, a
-    seed that never got there counting as never (inf)."""
+def repeat_traces(live: Path, shape: str = "4096x4096x4096") -> list[tuple[int | None, Path]]:
+    """(seed, trace) of every live run of the TMA kernel at `shape`: LFBO's seeds (seed 0 is the run of `live_table`,
+    the others under repeats/seed<N>/), then the other strategies' runs under repeats/<names>/ (seed None)."""
     stem = f"h200_matmul_tma_bfloat16_{shape}.parquet"
     traces = [(0, live / stem)] + sorted((int(path.parent.name.removeprefix("seed")), path)
                                          for path in live.glob(f"repeats/seed*/{stem}"))
-    traces += [(None, path) for path in sorted(live.glob(f"repeats/*/{stem}"))
-               if not path.parent.name.startswith("seed")]
+    return traces + [(None, path) for path in sorted(live.glob(f"repeats/*/{stem}"))
+                     if not path.parent.name.startswith("seed")]
+
+
+def repeats_table(live: Path, shape: str = "4096x4096x4096") -> pd.DataFrame:
+    """Every live run of the TMA kernel at `shape` (`repeat_traces`), then a last row of LFBO's medians over seeds, a
+    seed that never got there counting as never (inf)."""
     rows = []
-    for seed, path in traces:
+    for seed, path in repeat_traces(live, shape):
         for _, summary in summary_rows(pd.read_parquet(path)).iterrows():
             rows.append({"strategy": summary["strategy"], "seed": "" if seed is None else seed,
                          "trace": shown_path(path), "evaluations": summary["evaluations"],
@@ -264,11 +268,10 @@ def plot_live_against_vendor(live: Path = LIVE) -> Figure:
 
 
 def plot_repeats_against_vendor(live: Path = LIVE, shape: str = "4096x4096x4096") -> Figure:
-    """Every live run of the TMA kernel at `shape` (`repeats_table`'s traces): best so far against cuBLAS on the wall
+    """Every live run of the TMA kernel at `shape` (`repeat_traces`): best so far against cuBLAS on the wall
     clock, one line per run (LFBO's seeds in one colour), beside Helion 1.0.0's two measured points."""
-    stem = f"h200_matmul_tma_bfloat16_{shape}.parquet"
-    paths = [live / stem, *sorted(live.glob(f"repeats/*/{stem}"))]
-    traces = pd.concat([pd.read_parquet(path).assign(run=str(path.parent.name)) for path in paths], ignore_index=True)
+    traces = pd.concat([pd.read_parquet(path).assign(run=str(path)) for _, path in repeat_traces(live, shape)],
+                       ignore_index=True)
     colors = strategy_colors(list(dict.fromkeys(traces.strategy)))
     figure, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     for (run, strategy), trace in traces.groupby(["run", "strategy"], sort=False):
