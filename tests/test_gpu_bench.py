@@ -26,17 +26,33 @@ class RecordingPool:
 
 
 class AnsweringTimer:
+    """Answers a timing at once (1 ms more per PROGRAMS_PER_SM); a submitted request waits for `receive`."""
+
+    log: list = []
+    prepare_fails = False
+
     def __init__(self, *args, **kwargs):
-        pass
+        self.pending = None
+
+    def submit(self, request):
+        AnsweringTimer.log.append(("submit", request[0]))
+        self.pending = request
+
+    def receive(self, timeout_s=None):
+        AnsweringTimer.log.append(("receive", self.pending[0]))
+        if AnsweringTimer.prepare_fails:
+            raise live.WorkerDied("timing exited (exit code -9) while serving a request")
+        return {"status": "ok", "bench_s": 0.01}
 
     def call(self, request, timeout_s=None):
         kind, shape, config = request
-        return {"status": "ok", "bench_s": 0.01, "repeats_ms": [1.0 + config.get("PROGRAMS_PER_SM", 0)]}
+        AnsweringTimer.log.append(("call", kind))
+        return {"status": "ok", "bench_s": 0.01, "repeats_ms": [1.0 + (config or {}).get("PROGRAMS_PER_SM", 0)]}
 
 
 @pytest.fixture
 def bench(monkeypatch):
-    RecordingPool.requests = []
+    RecordingPool.requests, AnsweringTimer.log, AnsweringTimer.prepare_fails = [], [], False
     monkeypatch.setattr(live, "CompilePool", RecordingPool)
     monkeypatch.setattr(live, "Worker", AnsweringTimer)
     monkeypatch.setattr(live, "close_all", lambda workers: None)
@@ -82,3 +98,39 @@ def test_compile_times_from_an_earlier_sitting_are_per_binary(bench):
         results = gpu.measure([BASE, dict(BASE, BLOCK_K=32)], SHAPE)
     assert [result.compile_s for result in results] == [4.0, 1.5]
     assert compiles == [space.key(dict(BASE, BLOCK_K=32))]  # only a compile not known before is reported
+
+
+def test_a_live_evaluator_has_the_timer_prepare_its_shape_while_the_first_compiles_run(bench):
+    make, _ = bench
+    with make("matmul_tma") as gpu:
+        evaluator = live.LiveEvaluator(gpu, SHAPE)
+        assert AnsweringTimer.log == [("submit", "prepare")]  # sent, not waited for
+        live.LiveEvaluator(gpu, SHAPE)  # one in flight already: not sent twice
+        results = evaluator.evaluate([BASE])
+        assert gpu.measure_vendor(SHAPE).ok and results[0].ok
+    assert AnsweringTimer.log == [("submit", "prepare"), ("receive", "prepare"), ("call", "config"), ("call", "vendor")]
+
+
+def test_a_prepare_that_kills_the_timer_leaves_the_shapes_timings_to_report(bench):
+    make, _ = bench
+    AnsweringTimer.prepare_fails = True
+    with make("matmul_tma") as gpu:
+        gpu.prepare(SHAPE)
+        result = gpu.measure([BASE], SHAPE)[0]
+    assert result.ok and result.latency_ms == 1.0
+    assert AnsweringTimer.log == [("submit", "prepare"), ("receive", "prepare"), ("call", "config")]
+
+
+def test_prepare_checks_the_shape(bench):
+    make, _ = bench
+    with make("matmul_tma") as gpu, pytest.raises(ValueError, match="0"):
+        gpu.prepare((0, 512, 512))
+    assert AnsweringTimer.log == []
+
+
+@pytest.mark.gpu
+def test_the_timing_worker_prepares_a_shape_and_then_times_it():
+    with live.GpuBench("matmul", "bfloat16", compile_workers=1) as gpu:
+        gpu.prepare((256, 256, 256))
+        vendor = gpu.measure_vendor((256, 256, 256))
+    assert vendor.ok and vendor.latency_ms > 0

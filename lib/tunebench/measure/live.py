@@ -112,6 +112,8 @@ class _TimingHandler:
         start = time.perf_counter()
         try:
             self._prepare(shape)
+            if kind == "prepare":
+                return {"status": Status.OK.value, "bench_s": time.perf_counter() - start}
             if kind == "vendor":
                 function = functools.partial(self.kernel.run_vendor, self.inputs)
             else:
@@ -244,6 +246,7 @@ class GpuBench:
         self.compile_pool = CompilePool(kernel, dtype, self.compile_workers, compile_timeout_s, self.cores.shared)
         self.timer = Worker(functools.partial(_timing_handler, kernel, dtype, timing, seed), name="timing",
                             cpus=self.cores.timing)
+        self._preparing = False  # a `prepare` request is in flight on the timing worker
         launch = launch_parameters(kernel)
         self._binary_positions = [i for i, name in enumerate(self.space.names) if name not in launch]
         self.compiled: dict[tuple, CompileOutcome] = {}  # (specialization, binary) -> outcome, this process
@@ -308,12 +311,35 @@ class GpuBench:
         answer = self._call_timer(("config", shape, dict(config)))
         return _result_from_answer(dict(config), answer, outcome.compile_s)
 
+    def prepare(self, shape: Shape) -> None:
+        """Have the timing worker make the shape's inputs and reference (starting CUDA first, if it has not) while
+        this process goes on: the first compiles then overlap them. A failure there is met again, and reported, by the
+        shape's first timing."""
+        shape = self.kernel.check_shape(shape)
+        if not self._preparing:
+            self.timer.submit(("prepare", shape, None))
+            self._preparing = True
+
     def measure_vendor(self, shape: Shape) -> Result:
         """The vendor library's latency for the shape, measured and checked the same way."""
         shape = self.kernel.check_shape(shape)
         return _result_from_answer({}, self._call_timer(("vendor", shape, None)), 0.0)
 
+    def _finish_prepare(self) -> None:
+        """Wait for a `prepare` in flight. Whatever went wrong in it, the next request meets again, on a fresh worker
+        where the error was fatal (`receive` restarts one that hung or died)."""
+        if not self._preparing:
+            return
+        self._preparing = False
+        try:
+            answer = self.timer.receive(timeout_s=self.bench_timeout_s)
+        except (WorkerTimedOut, WorkerDied):
+            return
+        if answer.get("fatal"):
+            self.timer.restart()
+
     def _call_timer(self, request: tuple) -> dict[str, Any]:
+        self._finish_prepare()
         start = time.perf_counter()
         try:
             answer = self.timer.call(request, timeout_s=self.bench_timeout_s)
@@ -375,6 +401,7 @@ class LiveEvaluator:
         self.bench = bench
         self.shape = bench.kernel.check_shape(shape)
         self.space = bench.space
+        bench.prepare(self.shape)
         self._start = time.monotonic()
 
     def evaluate(self, configs: Sequence[Mapping[str, Any]]) -> list[Result]:
