@@ -29,7 +29,7 @@ from tunebench.files import write_text_atomically
 from tunebench.kernels import get_kernel
 from tunebench.live_traces import across_shapes, summary_rows
 from tunebench.measure.dataset import PARQUET_OPTIONS
-from tunebench.search import STRATEGIES, make_strategy
+from tunebench.search import NAMES, make_strategy
 from tunebench.search.base import Strategy
 from tunebench.search.warm_start import warm_start
 from tunebench.space import Space
@@ -44,8 +44,8 @@ def check_strategy_names(names: Sequence[str], predictor: Path | None) -> None:
     error otherwise."""
     for name in names:
         inner = name.removeprefix(WARM).removesuffix(RESTART) if name.startswith(WARM) else name
-        if inner not in STRATEGIES:
-            raise ValueError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}, each also as "
+        if inner not in NAMES:
+            raise ValueError(f"unknown strategy {name!r}; known: {', '.join(NAMES)}, each also as "
                              f"{WARM}<name> or {WARM}<name>{RESTART} with --predictor")
         if name.startswith(WARM) and predictor is None:
             raise ValueError(f"strategy {name!r} is warm-started by a predictor: give --predictor")
@@ -115,12 +115,15 @@ def main() -> int:
         for name in args.strategies:
             # Every strategy starts from a cold compile cache, as a user tuning a new kernel would.
             os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"triton-{name.replace(':', '-')}-")
+            # The clock starts as the workers do: their start-up overlaps the first compiles, and cuBLAS is
+            # measured after the search, as a user tuning without a reference would not measure it at all.
             started = time.monotonic()
             with GpuBench(args.kernel, args.dtype, seed=args.seed) as bench:
-                vendor_ms = bench.measure_vendor(shape).latency_ms
-                setup_s = time.monotonic() - started
                 strategy = live_strategy(name, bench.space, args.seed, seeds)
-                trace = run_search(strategy, LiveEvaluator(bench, shape), Budget(seconds=args.seconds))
+                evaluator = LiveEvaluator(bench, shape)
+                setup_s = time.monotonic() - started
+                trace = run_search(strategy, evaluator, Budget(seconds=args.seconds))
+                vendor_ms = bench.measure_vendor(shape).latency_ms
                 provenance = bench.provenance(["python", *sys.argv])
             trace.insert(0, "strategy", name)
             trace["vendor_ms"] = vendor_ms
@@ -139,8 +142,9 @@ def main() -> int:
                 f"{provenance['gpu_name']}\n\n"
                 f"Command: `{provenance['command']}` ({provenance['date']}, torch {provenance['torch']}, "
                 f"Triton {provenance['triton']}, {provenance['compile_workers']} compile workers)\n\n"
-                "Wall-clock seconds from the first ask, cold Triton cache; setup_s = worker start-up and the cuBLAS "
-                f"measurement, before the search; the run's best is the fastest config any strategy found.{warm}\n\n"
+                "Wall-clock seconds from the first ask, cold Triton cache; setup_s = the time from starting the "
+                "workers to the first ask (their start-up runs on into the search, and counts in its seconds); cuBLAS "
+                f"is measured after the search; the run's best is the fastest config any strategy found.{warm}\n\n"
                 + markdown_table(summary_rows(frame)) + "\n")
         write_text_atomically(args.out / f"{stem}.md", text)
         print(text)
