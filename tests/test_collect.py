@@ -37,6 +37,13 @@ class StandInBench(stand_in_bench.StandInBench):
         return config["SPLIT_K"] == 8
 
 
+class FlagsStandIn(stand_in_bench.StandInBench):
+    """The TMA GEMM's space, whose WARP_SPECIALIZE and FLATTEN are bools."""
+
+    def latency_ms(self, config, shape):
+        return config["BLOCK_M"] * 0.001 + config["WARP_SPECIALIZE"] * 0.01
+
+
 def test_parse_shapes():
     assert parse_shapes("1x2x3, 4x5x6", 3) == [(1, 2, 3), (4, 5, 6)]
     with pytest.raises(ValueError, match="bad shape '1x2'"):
@@ -171,6 +178,16 @@ def test_a_saved_dataset_turns_back_into_the_records_that_build_it(tmp_path):
     assert sorted(extended.shapes()) == sorted(SHAPES) and len(extended.measurements) == 12
     assert len(extended.provenance["sittings"]) == 2
     assert build_dataset("matmul", "bfloat16", dataset_records(extended)).provenance == extended.provenance
+
+
+def test_a_dataset_of_a_space_with_flags_turns_back_into_records_of_its_configs(tmp_path):
+    out = tmp_path / "tma.parquet"
+    assert sweep("matmul_tma", "bfloat16", SHAPES[:1], out, limit_configs=6, make_bench=FlagsStandIn)
+    dataset = load_dataset(out)
+    records = [r for r in dataset_records(dataset) if r["kind"] == "config"]
+    assert records and all(type(r["config"]["WARP_SPECIALIZE"]) is bool for r in records)
+    rebuilt = build_dataset("matmul_tma", "bfloat16", dataset_records(dataset))
+    pd.testing.assert_frame_equal(rebuilt.measurements, dataset.measurements)
 
 
 def test_provenance_records_invert_the_sittings_summary():

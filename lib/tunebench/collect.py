@@ -136,7 +136,7 @@ def dataset_records(dataset: Dataset) -> list[dict[str, Any]]:
 
     records = provenance_records(dataset.provenance)
     for row in dataset.measurements.to_dict("records"):
-        records.append(record("config", row, {name: int(row[name]) for name in names}))
+        records.append(record("config", row, {name: row[name] for name in names}))  # bools stay bools
     for row in dataset.vendor.to_dict("records"):
         records.append(record("vendor", row, {}))
     return records
