@@ -39,7 +39,7 @@ from tunebench.kernels.compressed_matmul.selection_study import (
 )
 from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.measure.replay import MODES
-from tunebench.search import STRATEGIES
+from tunebench.search import NAMES
 
 DEFAULT_DATASET = Path("results/datasets/compressed_matmul_bfloat16_h100.parquet")
 DEFAULT_OUT = Path("results/pipeline_selection")
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", type=Path, nargs="?", default=DEFAULT_DATASET)
     parser.add_argument("--model", choices=sorted(MODELS), default="Llama-3.1-8B")
-    parser.add_argument("--strategy", choices=sorted(STRATEGIES), default=defaults.strategy)
+    parser.add_argument("--strategy", choices=sorted(NAMES), default=defaults.strategy)
     parser.add_argument("--strategy-setting", type=parse_setting, action="append", default=[],
                         metavar="NAME=VALUE", help="override one of the strategy's defaults (repeatable)")
     parser.add_argument("--evaluations-per-pipeline", type=int, default=defaults.evaluations_per_pipeline)

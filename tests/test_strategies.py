@@ -373,8 +373,18 @@ def test_registry_names():
 
 
 def test_unknown_strategy_lists_the_known_ones():
-    with pytest.raises(ValueError, match="unknown strategy 'anneal'.*random, exhaustive, pattern"):
+    with pytest.raises(ValueError, match="unknown strategy 'anneal'.*random, exhaustive, pattern.*lfbo_quick"):
         make_strategy("anneal", conformance_space())
+
+
+def test_a_quick_preset_is_its_strategy_with_helions_quick_settings_which_settings_override():
+    quick = make_strategy("lfbo_quick", conformance_space(), seed=3)
+    assert type(quick) is STRATEGIES["lfbo"]
+    assert (quick.settings.initial_population, quick.settings.copies, quick.settings.max_generations) == (30, 2, 5)
+    assert make_strategy("lfbo_quick", conformance_space(), copies=3).settings.copies == 3
+    assert make_strategy("de_quick", conformance_space()).settings.population_size == 20
+    with pytest.raises(ValueError, match="unknown setting 'copies' for strategy 'de'"):
+        make_strategy("de_quick", conformance_space(), copies=3)
 
 
 def test_unknown_setting_is_named_with_the_strategy_settings():

@@ -228,11 +228,11 @@ def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[
     """
     from tqdm import tqdm
 
-    from tunebench.search import STRATEGIES
+    from tunebench.search import NAMES
 
-    unknown = [name for name in strategies if name not in STRATEGIES]
+    unknown = [name for name in strategies if name not in NAMES]
     if unknown:
-        raise ValueError(f"unknown strategies {unknown}; known: {', '.join(STRATEGIES)}")
+        raise ValueError(f"unknown strategies {unknown}; known: {', '.join(NAMES)}")
     settings = dict(settings or {})
     runs_dir = out.with_suffix(".runs")
     runs_dir.mkdir(parents=True, exist_ok=True)

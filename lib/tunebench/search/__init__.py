@@ -29,10 +29,26 @@ STRATEGIES: dict[str, type[Strategy]] = {
 }
 
 
+# Helion's `quick` autotuning effort for the searches it shrinks (helion/autotuner/effort_profile.py, the "quick"
+# entry of `_PROFILES`): each strategy's defaults follow Helion's `full` profile, these presets its `quick` one. Helion
+# may also seed a quick search's first population with default configs; these draw it at random, as `full` does.
+_QUICK_PATTERN = {"initial_population": 30, "copies": 2, "max_generations": 5}
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+    "pattern_quick": ("pattern", _QUICK_PATTERN),
+    "lfbo_quick": ("lfbo", _QUICK_PATTERN),
+    "de_quick": ("de", {"population_size": 20, "max_generations": 8}),
+}
+NAMES = (*STRATEGIES, *PRESETS)  # every name make_strategy builds
+
+
 def make_strategy(name: str, space: Space, seed: int = 0, **settings: Any) -> Strategy:
-    """The strategy registered as `name`, with its defaults overridden by `settings` (checked by name and type)."""
+    """The strategy registered as `name`, with its defaults overridden by `settings` (checked by name and type); a
+    preset's name (`PRESETS`) gives its strategy with the preset's settings, which `settings` may override in turn."""
+    if name in PRESETS:
+        registered, preset = PRESETS[name]
+        return make_strategy(registered, space, seed, **{**preset, **settings})
     if name not in STRATEGIES:
-        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}")
+        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(NAMES)}")
     strategy = STRATEGIES[name]
     known = {field.name: field for field in fields(strategy.Settings)}
     for key, value in settings.items():
@@ -55,4 +71,4 @@ def _same_kind(value: Any, default: Any) -> bool:
     return isinstance(value, type(default))
 
 
-__all__ = ["STRATEGIES", "Strategy", "StrategySettings", "make_strategy", "sample_new"]
+__all__ = ["NAMES", "PRESETS", "STRATEGIES", "Strategy", "StrategySettings", "make_strategy", "sample_new"]

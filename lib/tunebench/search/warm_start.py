@@ -55,7 +55,7 @@ class SeededSpace:
 class WarmStartSettings(StrategySettings):
     """Defaults for `WarmStart`.
 
-    inner: the registered strategy that takes over after the seeds (a name in tunebench.search.STRATEGIES).
+    inner: the strategy that takes over after the seeds (a name in tunebench.search.NAMES).
     inner_settings: overrides of the inner strategy's defaults, as (name, value) pairs.
     restart: the seeded run's initial population is the seeds alone (its `initial_population` setting, which the
         inner strategy must have), and each time a run stops, a fresh unseeded one starts, until one asks nothing new.

@@ -31,7 +31,7 @@ from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.measure.dataset import Dataset
 from tunebench.measure.replay import ReplayEvaluator
 from tunebench.measure.result import Evaluator, Result
-from tunebench.search import STRATEGIES, make_strategy
+from tunebench.search import NAMES, make_strategy
 from tunebench.space import Space
 from tunebench.study import Budget, run_search
 
@@ -57,8 +57,8 @@ class AutotuneSettings:
     max_rounds: int = 4
 
     def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {self.strategy!r}; known: {', '.join(STRATEGIES)}")
+        if self.strategy not in NAMES:
+            raise ValueError(f"unknown strategy {self.strategy!r}; known: {', '.join(NAMES)}")
         if self.evaluations_per_pipeline < 1 or self.max_rounds < 1:
             raise ValueError(f"evaluations_per_pipeline ({self.evaluations_per_pipeline}) and max_rounds "
                              f"({self.max_rounds}) must be >= 1")
