@@ -57,16 +57,20 @@ def main() -> int:
         "the recorded benchmark times, and the strategy's own CPU time on this machine. Medians over seeds; a seed "
         "that never reached a target counts as inf. Per run in `replay_by_seed.csv`.",
         markdown_table(replay_summary(by_seed)),
-        "## Live LFBO on the H200, both kernels",
-        "From the recorded traces of `benchmarks/live_search.py --strategies lfbo` (wall-clock seconds from the "
-        "first ask, cold Triton cache; both kernels in one sitting; the command is in each trace's .md; NaN: never "
-        "reached).",
+        "## Live on the H200, both kernels",
+        "From the recorded traces of `benchmarks/live_search.py` in one sitting on one H200 with the set-up "
+        "overlapped (the TMA kernel with `--strategies lfbo lfbo_quick`, the pointer GEMM with `--strategies lfbo`, "
+        "`--seconds 45`; the command is in each trace's .md): wall-clock seconds from starting the workers, cold "
+        "Triton cache, cuBLAS measured after each search; NaN: never reached.",
         markdown_table(live),
         "## Repeated live runs of the TMA kernel at 4096x4096x4096",
-        "LFBO on five seeds (`--seed N`) and pattern and random search, each a separate run of "
-        "`benchmarks/live_search.py --kernel matmul_tma --seconds 45` on the same machine; seconds to 0.95x, 0.99x and "
-        "1.0x cuBLAS (cuBLAS measured in each run) from the first ask, and to 0.95x and 0.99x counting the run's set-up "
-        "(worker start-up and the cuBLAS measurement) too.",
+        "Each a separate run of `benchmarks/live_search.py --kernel matmul_tma` (the command is in each trace's .md); "
+        "seconds to 0.95x, 0.99x and 1.0x cuBLAS (cuBLAS measured in each run) from the first ask, and counting the "
+        "run's set-up too. Set-up first (stop 49, one H200, `--seconds 45`): LFBO on five seeds and pattern and random "
+        "search, each after its worker start-up and cuBLAS measurement. Set-up overlapped (stop 50, one H200, "
+        "`--seconds 45`): the sitting above (seed 0) and LFBO at Helion's quick effort on seeds 1 to 4, the workers "
+        "starting as the search does and cuBLAS measured after it. The same on a two-H200 host (stop 50, GPU 0 and 16 "
+        "of its 32 cores, `--seconds 30`): LFBO on five seeds.",
         markdown_table(repeats),
     ]) + "\n"
     write_text_atomically(args.out / "summary.md", text)

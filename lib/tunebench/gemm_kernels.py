@@ -22,15 +22,24 @@ from tunebench.report import REPO_ROOT
 from tunebench.study import open_dataset
 
 DATASET = REPO_ROOT / "results" / "datasets" / "matmul_tma_bfloat16_h200.parquet"
-LIVE = REPO_ROOT / "results" / "live_search" / "matmul_tma"  # both kernels' LFBO runs of one sitting; repeats/ below
-LIVE_SHAPES = ("2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "4096x14336x4096")
-STRATEGIES = ("random", "pattern", "lfbo", "de", "optuna_tpe")
+LIVE = REPO_ROOT / "results" / "live_search" / "matmul_tma"  # the live runs, laid out as `RUNS` says
+LIVE_SHAPES = ("2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "4096x14336x4096", "4096x4096x14336",
+               "8192x4096x4096")
+STRATEGIES = ("random", "pattern", "lfbo", "lfbo_quick", "de", "optuna_tpe")
 FRACTIONS = (0.71, 0.9, 0.95, 0.99)  # of cuBLAS's speed: Helion's quick effort reached 0.71x
 FRACTION_OF_BEST = 0.99  # of the sweep's best config
 KERNELS = {"matmul": "pointer GEMM", "matmul_tma": "TMA GEMM"}
 # Helion 1.0.0 on an H200 at bf16 4096^3, measured by the tunebench team (the project brief): its quick effort reached
 # 0.71x cuBLAS in 20 s; its LFBO pattern search matched cuBLAS after about 180 s.
 HELION_4096 = {"Helion quick effort": (20.0, 0.71), "Helion LFBO": (180.0, 1.0)}
+BEFORE = "set-up first"  # stop 49, one H200: worker start-up and the cuBLAS measurement, then the search
+OVERLAPPED = "set-up overlapped"  # stop 50, one H200: the workers start as the search does, cuBLAS after it
+OVERLAPPED_TWO_GPU = "set-up overlapped, 2-GPU host"  # the same, on GPU 0 and 16 of the 32 cores of a 2 x H200 host
+# Where each set-up's live runs lie under the live folder: the folder of its sitting's traces of every shape (None: it
+# has none), and the folder of its repeated runs at one shape (seed<N>/ for a strategy's other seeds, <names>/ for
+# other strategies).
+RUNS = {BEFORE: ("", "repeats"), OVERLAPPED: ("overlapped", "overlapped/repeats"),
+        OVERLAPPED_TWO_GPU: (None, "overlapped/two_gpu_host")}
 
 
 def sweep_table(dataset_path: Path) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
@@ -95,56 +104,66 @@ def replay_summary(by_seed: pd.DataFrame) -> pd.DataFrame:
 
 
 def live_table(live: Path) -> pd.DataFrame:
-    """LFBO's live runs of both kernels, shape by shape, from their recorded traces."""
+    """The live runs of both kernels in the sitting with the set-up overlapped (`RUNS`), shape by shape and strategy by
+    strategy, from their recorded traces."""
     rows = []
     for shape in LIVE_SHAPES:
         for kernel, stem in (("matmul", f"h200_bfloat16_{shape}"), ("matmul_tma", f"h200_matmul_tma_bfloat16_{shape}")):
-            path = live / f"{stem}.parquet"
+            path = live / RUNS[OVERLAPPED][0] / f"{stem}.parquet"
             if not path.is_file():
                 continue
-            lfbo = summary_rows(pd.read_parquet(path)).set_index("strategy").loc["lfbo"]
-            row = {"shape": shape, "kernel": kernel, "trace": shown_path(path),
-                   "evaluations": lfbo["evaluations"], "search_s": lfbo["search_s"],
-                   "best vs cuBLAS": lfbo["best vs cuBLAS"]}
-            row.update({f"s to {fraction}x": lfbo[f"s to {fraction}x"] for fraction in FRACTIONS_OF_VENDOR[1:]})
-            rows.append(row)
+            for _, summary in summary_rows(pd.read_parquet(path)).iterrows():
+                row = {"shape": shape, "kernel": kernel, "strategy": summary["strategy"], "trace": shown_path(path),
+                       "evaluations": summary["evaluations"], "search_s": summary["search_s"],
+                       "best vs cuBLAS": summary["best vs cuBLAS"]}
+                row.update({f"s to {fraction}x": summary[f"s to {fraction}x"] for fraction in FRACTIONS_OF_VENDOR[1:]})
+                rows.append(row)
     return pd.DataFrame(rows)
 
 
 REPEATED = [f"s to {fraction}x" for fraction in (0.95, 0.99, 1.0)]
 
 
-def repeat_traces(live: Path, shape: str = "4096x4096x4096") -> list[tuple[int | None, Path]]:
-    """(seed, trace) of every live run of the TMA kernel at `shape`: LFBO's seeds (seed 0 is the run of `live_table`,
-    the others under repeats/seed<N>/), then the other strategies' runs under repeats/<names>/ (seed None)."""
+def repeat_traces(live: Path, shape: str = "4096x4096x4096") -> list[tuple[str, int | None, Path]]:
+    """(set-up, seed, trace) of every live run of the TMA kernel at `shape`, set-up by set-up (`RUNS`): its sitting's
+    trace (seed 0), its seeds' runs, then other strategies' runs (seed None)."""
     stem = f"h200_matmul_tma_bfloat16_{shape}.parquet"
-    traces = [(0, live / stem)] + sorted((int(path.parent.name.removeprefix("seed")), path)
-                                         for path in live.glob(f"repeats/seed*/{stem}"))
-    return traces + [(None, path) for path in sorted(live.glob(f"repeats/*/{stem}"))
-                     if not path.parent.name.startswith("seed")]
+    traces = []
+    for setup, (sitting, repeats) in RUNS.items():
+        if sitting is not None:
+            traces.append((setup, 0, live / sitting / stem))
+        runs = sorted(live.glob(f"{repeats}/*/{stem}"))
+        traces += sorted((setup, int(path.parent.name.removeprefix("seed")), path)
+                         for path in runs if path.parent.name.startswith("seed"))
+        traces += [(setup, None, path) for path in runs if not path.parent.name.startswith("seed")]
+    return traces
 
 
 def repeats_table(live: Path, shape: str = "4096x4096x4096") -> pd.DataFrame:
-    """Every live run of the TMA kernel at `shape` (`repeat_traces`), then a last row of LFBO's medians over seeds, a
-    seed that never got there counting as never (inf)."""
+    """Every live run of the TMA kernel at `shape` (`repeat_traces`), a row per strategy of each trace; then, for each
+    set-up and strategy with runs of several seeds, a row of the medians over them, a seed that never got there
+    counting as never (inf)."""
     rows = []
-    for seed, path in repeat_traces(live, shape):
+    for setup, seed, path in repeat_traces(live, shape):
         for _, summary in summary_rows(pd.read_parquet(path)).iterrows():
-            rows.append({"strategy": summary["strategy"], "seed": "" if seed is None else seed,
+            rows.append({"strategy": summary["strategy"], "set-up": setup, "seed": "" if seed is None else seed,
                          "trace": shown_path(path), "evaluations": summary["evaluations"],
                          "search_s": summary["search_s"], "setup_s": summary["setup_s"],
                          "best vs cuBLAS": summary["best vs cuBLAS"],
                          **{column: summary[column] for column in REPEATED},
                          **{f"set-up + {column}": round(summary["setup_s"] + summary[column], 1)
-                            for column in REPEATED[:2]}})
+                            for column in REPEATED}})
     table = pd.DataFrame(rows)
-    lfbo = table[table.strategy == "lfbo"]
-    median = {"strategy": f"lfbo, median of {len(lfbo)} seeds", "seed": "", "trace": "",
-              "evaluations": lfbo.evaluations.median(), "search_s": lfbo.search_s.median(),
-              "setup_s": lfbo.setup_s.median(), "best vs cuBLAS": lfbo["best vs cuBLAS"].median(),
-              **{column: float(lfbo[column].fillna(np.inf).median())
-                 for column in [*REPEATED, *(f"set-up + {column}" for column in REPEATED[:2])]}}
-    return pd.concat([table, pd.DataFrame([median])], ignore_index=True)
+    medians = []
+    for (setup, strategy), runs in table.groupby(["set-up", "strategy"], sort=False):
+        if len(runs) < 2:
+            continue
+        medians.append({"strategy": f"{strategy}, median of {len(runs)} seeds", "set-up": setup, "seed": "",
+                        "trace": "", "evaluations": runs.evaluations.median(), "search_s": runs.search_s.median(),
+                        "setup_s": runs.setup_s.median(), "best vs cuBLAS": runs["best vs cuBLAS"].median(),
+                        **{column: float(runs[column].fillna(np.inf).median())
+                           for column in [*REPEATED, *(f"set-up + {column}" for column in REPEATED)]}})
+    return pd.concat([table, pd.DataFrame(medians)], ignore_index=True)
 
 
 ROUND_SHAPE = ["M", "N", "K"]  # the shape columns of benchmarks/tma_rounds.py's plan and timings
@@ -244,42 +263,52 @@ def plot_replay_against_vendor(trace: pd.DataFrame, dataset: Dataset, points: in
 
 
 def plot_live_against_vendor(live: Path = LIVE) -> Figure:
-    """The live LFBO searches of both kernels (`live_table`'s traces): per shape, best so far against cuBLAS on the
-    wall clock from the first ask; at 4096^3 Helion 1.0.0's two measured points (HELION_4096)."""
-    figure, axes = plt.subplots(1, len(LIVE_SHAPES), figsize=(4.4 * len(LIVE_SHAPES), 4.2), sharey=True,
-                                squeeze=False, layout="constrained")
+    """The live searches of both kernels (`live_table`'s traces): per shape, best so far against cuBLAS on the wall
+    clock from starting the workers, a line per kernel and strategy; at 4096^3 Helion 1.0.0's two measured points
+    (HELION_4096)."""
+    columns = 3
+    rows = -(-len(LIVE_SHAPES) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.4 * columns, 3.6 * rows), sharey=True, squeeze=False,
+                                layout="constrained")
+    colors = {("matmul", "lfbo"): "C0", ("matmul_tma", "lfbo"): "C1", ("matmul_tma", "lfbo_quick"): "C3"}
     handles: dict[str, Line2D] = {}
-    for ax, shape in zip(axes[0], LIVE_SHAPES):
-        for color, (kernel, stem) in zip(("C0", "C1"), (("matmul", f"h200_bfloat16_{shape}"),
-                                                         ("matmul_tma", f"h200_matmul_tma_bfloat16_{shape}"))):
-            path = live / f"{stem}.parquet"
-            if path.is_file():
-                trace = pd.read_parquet(path)
-                trace = trace[trace.strategy == "lfbo"]
-                (line,) = ax.step(trace.time_s, trace.vendor_ms.iloc[0] / trace.best_ms, where="post", color=color,
-                                  linewidth=1.6, label=f"{KERNELS[kernel]}, LFBO")
+    for ax, shape in zip(axes.flat, LIVE_SHAPES):
+        for kernel, stem in (("matmul", f"h200_bfloat16_{shape}"), ("matmul_tma", f"h200_matmul_tma_bfloat16_{shape}")):
+            path = live / RUNS[OVERLAPPED][0] / f"{stem}.parquet"
+            if not path.is_file():
+                continue
+            for strategy, trace in pd.read_parquet(path).groupby("strategy", sort=False):
+                (line,) = ax.step(trace.time_s + trace.setup_s, trace.vendor_ms.iloc[0] / trace.best_ms, where="post",
+                                  color=colors.get((kernel, strategy)), linewidth=1.6,
+                                  label=f"{KERNELS[kernel]}, {strategy}")
                 handles[line.get_label()] = line
         if shape == "4096x4096x4096":
             handles.update({handle.get_label(): handle for handle in _helion_marks(ax)})
-        _vendor_axes(ax, shape, "wall seconds from the first ask", WALL_SECONDS)
-    axes[0][0].set_ylabel(VENDOR_LABEL)
+        _vendor_axes(ax, shape, "wall seconds from starting the workers", WALL_SECONDS)
+    for ax in axes.flat[len(LIVE_SHAPES):]:
+        ax.set_visible(False)
+    for row in axes:
+        row[0].set_ylabel(VENDOR_LABEL)
     figure.legend(handles=list(handles.values()), loc="outside lower center", ncols=len(handles), frameon=False)
     return figure
 
 
 def plot_repeats_against_vendor(live: Path = LIVE, shape: str = "4096x4096x4096") -> Figure:
-    """Every live run of the TMA kernel at `shape` (`repeat_traces`): best so far against cuBLAS on the wall
-    clock, one line per run (LFBO's seeds in one colour), beside Helion 1.0.0's two measured points."""
-    traces = pd.concat([pd.read_parquet(path).assign(run=str(path)) for _, path in repeat_traces(live, shape)],
-                       ignore_index=True)
+    """Every live run of the TMA kernel at `shape` (`repeat_traces`): best so far against cuBLAS on the wall clock
+    from starting the workers (set-up included), one line per run (a colour per strategy, dashed where the set-up
+    overlapped the search), beside Helion 1.0.0's two measured points."""
+    traces = pd.concat([pd.read_parquet(path).assign(run=str(path), setup=setup)
+                        for setup, _, path in repeat_traces(live, shape)], ignore_index=True)
     colors = strategy_colors(list(dict.fromkeys(traces.strategy)))
+    styles = {BEFORE: "-", OVERLAPPED: "--", OVERLAPPED_TWO_GPU: ":"}
     figure, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     for (run, strategy), trace in traces.groupby(["run", "strategy"], sort=False):
-        ax.step(trace.time_s, trace.vendor_ms.iloc[0] / trace.best_ms, where="post", color=colors[strategy],
-                linewidth=1.3, alpha=0.85)
+        ax.step(trace.time_s + trace.setup_s, trace.vendor_ms.iloc[0] / trace.best_ms, where="post",
+                color=colors[strategy], linestyle=styles[trace.setup.iloc[0]], linewidth=1.3, alpha=0.85)
     handles = [Line2D([], [], color=color, linewidth=2, label=strategy) for strategy, color in colors.items()]
+    handles += [Line2D([], [], color="0.4", linestyle=style, label=setup) for setup, style in styles.items()]
     handles += _helion_marks(ax) if shape == "4096x4096x4096" else []
-    _vendor_axes(ax, f"matmul_tma {shape}: every live run", "wall seconds from the first ask", WALL_SECONDS)
+    _vendor_axes(ax, f"matmul_tma {shape}: every live run", "wall seconds from starting the workers", WALL_SECONDS)
     ax.set_ylabel(VENDOR_LABEL)
     ax.legend(handles=handles, frameon=False, loc="lower right")
     return figure
