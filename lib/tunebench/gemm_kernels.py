@@ -287,8 +287,7 @@ def plot_live_against_vendor(live: Path = LIVE) -> Figure:
         _vendor_axes(ax, shape, "wall seconds from starting the workers", WALL_SECONDS)
     for ax in axes.flat[len(LIVE_SHAPES):]:
         ax.set_visible(False)
-    for row in axes:
-        row[0].set_ylabel(VENDOR_LABEL)
+    figure.supylabel(VENDOR_LABEL)
     figure.legend(handles=list(handles.values()), loc="outside lower center", ncols=len(handles), frameon=False)
     return figure
 
@@ -301,7 +300,7 @@ def plot_repeats_against_vendor(live: Path = LIVE, shape: str = "4096x4096x4096"
                         for setup, _, path in repeat_traces(live, shape)], ignore_index=True)
     colors = strategy_colors(list(dict.fromkeys(traces.strategy)))
     styles = {BEFORE: "-", OVERLAPPED: "--", OVERLAPPED_TWO_GPU: ":"}
-    figure, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    figure, ax = plt.subplots(figsize=(9.5, 4.2), layout="constrained")
     for (run, strategy), trace in traces.groupby(["run", "strategy"], sort=False):
         ax.step(trace.time_s + trace.setup_s, trace.vendor_ms.iloc[0] / trace.best_ms, where="post",
                 color=colors[strategy], linestyle=styles[trace.setup.iloc[0]], linewidth=1.3, alpha=0.85)
@@ -310,5 +309,5 @@ def plot_repeats_against_vendor(live: Path = LIVE, shape: str = "4096x4096x4096"
     handles += _helion_marks(ax) if shape == "4096x4096x4096" else []
     _vendor_axes(ax, f"matmul_tma {shape}: every live run", "wall seconds from starting the workers", WALL_SECONDS)
     ax.set_ylabel(VENDOR_LABEL)
-    ax.legend(handles=handles, frameon=False, loc="lower right")
+    ax.legend(handles=handles, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return figure
