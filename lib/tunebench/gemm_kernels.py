@@ -294,8 +294,8 @@ def plot_live_against_vendor(live: Path = LIVE) -> Figure:
 
 def plot_repeats_against_vendor(live: Path = LIVE, shape: str = "4096x4096x4096") -> Figure:
     """Every live run of the TMA kernel at `shape` (`repeat_traces`): best so far against cuBLAS on the wall clock
-    from starting the workers (set-up included), one line per run (a colour per strategy, dashed where the set-up
-    overlapped the search), beside Helion 1.0.0's two measured points."""
+    from starting the workers (set-up included), one line per run (a colour per strategy, a line style per set-up),
+    beside Helion 1.0.0's two measured points."""
     traces = pd.concat([pd.read_parquet(path).assign(run=str(path), setup=setup)
                         for setup, _, path in repeat_traces(live, shape)], ignore_index=True)
     colors = strategy_colors(list(dict.fromkeys(traces.strategy)))

@@ -314,7 +314,8 @@ class GpuBench:
     def prepare(self, shape: Shape) -> None:
         """Have the timing worker make the shape's inputs and reference (starting CUDA first, if it has not) while
         this process goes on: the first compiles then overlap them. A failure there is met again, and reported, by the
-        shape's first timing."""
+        shape's first timing. One at a time: while one is in flight, another shape's is not sent (its first timing
+        makes its inputs)."""
         shape = self.kernel.check_shape(shape)
         if not self._preparing:
             self.timer.submit(("prepare", shape, None))
