@@ -103,15 +103,20 @@ def replay_summary(by_seed: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def sitting_traces(live: Path, shape: str) -> list[tuple[str, Path]]:
+    """(kernel, trace) of both kernels' runs at `shape` in the sitting with the set-up overlapped (`RUNS`), those
+    recorded."""
+    stems = {"matmul": f"h200_bfloat16_{shape}", "matmul_tma": f"h200_matmul_tma_bfloat16_{shape}"}
+    paths = [(kernel, live / RUNS[OVERLAPPED][0] / f"{stem}.parquet") for kernel, stem in stems.items()]
+    return [(kernel, path) for kernel, path in paths if path.is_file()]
+
+
 def live_table(live: Path) -> pd.DataFrame:
     """The live runs of both kernels in the sitting with the set-up overlapped (`RUNS`), shape by shape and strategy by
     strategy, from their recorded traces."""
     rows = []
     for shape in LIVE_SHAPES:
-        for kernel, stem in (("matmul", f"h200_bfloat16_{shape}"), ("matmul_tma", f"h200_matmul_tma_bfloat16_{shape}")):
-            path = live / RUNS[OVERLAPPED][0] / f"{stem}.parquet"
-            if not path.is_file():
-                continue
+        for kernel, path in sitting_traces(live, shape):
             for _, summary in summary_rows(pd.read_parquet(path)).iterrows():
                 row = {"shape": shape, "kernel": kernel, "strategy": summary["strategy"], "trace": shown_path(path),
                        "evaluations": summary["evaluations"], "search_s": summary["search_s"],
@@ -273,10 +278,7 @@ def plot_live_against_vendor(live: Path = LIVE) -> Figure:
     colors = {("matmul", "lfbo"): "C0", ("matmul_tma", "lfbo"): "C1", ("matmul_tma", "lfbo_quick"): "C3"}
     handles: dict[str, Line2D] = {}
     for ax, shape in zip(axes.flat, LIVE_SHAPES):
-        for kernel, stem in (("matmul", f"h200_bfloat16_{shape}"), ("matmul_tma", f"h200_matmul_tma_bfloat16_{shape}")):
-            path = live / RUNS[OVERLAPPED][0] / f"{stem}.parquet"
-            if not path.is_file():
-                continue
+        for kernel, path in sitting_traces(live, shape):
             for strategy, trace in pd.read_parquet(path).groupby("strategy", sort=False):
                 (line,) = ax.step(trace.time_s + trace.setup_s, trace.vendor_ms.iloc[0] / trace.best_ms, where="post",
                                   color=colors.get((kernel, strategy)), linewidth=1.6,
