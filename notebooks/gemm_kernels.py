@@ -35,6 +35,10 @@ from tunebench.gemm_kernels import (
     plot_sweep_against_vendor, repeats_table, replay_by_seed, replay_summary, rounds_tables, sweep_table,
 )
 from tunebench.plots import resolve_dataset, table_style
+from tunebench.replay_fidelity import (
+    calibrated_startup_s, fidelity_table, first_batch_residuals, later_batches_summary, live_runs,
+    plot_replay_against_live, recorded_on_another_host, residuals_summary,
+)
 from tunebench.report import repo_path, set_style, show_run_header
 from tunebench.study import Budget, open_dataset, run_study, tasks_of
 
@@ -111,3 +115,22 @@ plot_live_against_vendor(live_dir);
 # %%
 display(table_style(repeats_table(live_dir)))
 plot_repeats_against_vendor(live_dir);
+
+# %% [markdown]
+# ## Replay against live
+# Every live run of the TMA kernel above, replayed batch for batch: the configs each batch asked, in its order, on the
+# sweep with the run's compile workers, under both replay clocks. `sequential` compiles a batch, then times it (the
+# clock of the replays above, as in Kernel Tuner's simulation); `pipelined` times each binary's configs as its compile
+# ends while the other workers compile on, as the live bench does. A batch's live seconds leave out the strategy's own
+# CPU time, which replay charges as measured. The first batch of a run whose clock starts with its workers holds their
+# start-up; the start-up below is the median of the overlapped sitting's first batches less their pipelined seconds.
+# `benchmarks/replay_fidelity.py` writes the same tables, and replays LFBO at both efforts with that start-up.
+
+# %%
+batches = fidelity_table(live_runs(live_dir), recorded)
+elsewhere = recorded_on_another_host(path)
+residuals = first_batch_residuals(batches)
+startup_s = calibrated_startup_s(residuals)
+display(table_style(later_batches_summary(batches, elsewhere)))
+display(table_style(residuals_summary(residuals, startup_s)))
+plot_replay_against_live(batches, elsewhere);

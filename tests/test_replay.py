@@ -11,7 +11,7 @@ import pytest
 
 from tunebench.measure.dataset import Dataset
 from tunebench.measure.kerneltuner import load_kerneltuner_cache
-from tunebench.measure.replay import ReplayEvaluator, compile_makespan
+from tunebench.measure.replay import ReplayEvaluator, compile_makespan, pipelined_makespan
 from tunebench.measure.result import Status
 from tunebench.space import ConfigError, Ordinal, PowerOfTwo
 
@@ -122,6 +122,46 @@ def test_charge_adds_strategy_time():
     assert evaluator.elapsed_s == 1.25
 
 
+def test_pipelined_clock_times_each_binary_as_its_compile_ends():
+    # Configs of binaries compiled before are timed first (1 + 0.5). Then on 2 workers: A (compile 3) from 1.5 to 4.5
+    # and B (compile 1) from 1.5 to 2.5. B's two configs are timed 2.5-3.5 while A compiles on, and the idle worker
+    # only then takes C (compile 2), 3.5-5.5. A ended at 4.5 with the timer idle: timed 4.5-6.5. C waited for the
+    # timer: timed 6.5-6.7.
+    assert pipelined_makespan([1.0, 0.5], [(3.0, [2.0]), (1.0, [0.4, 0.6]), (2.0, [0.2])], 2) == pytest.approx(6.7)
+    # One worker: compile, time, compile, time; nothing overlaps.
+    assert pipelined_makespan([], [(3.0, [2.0]), (1.0, [1.0])], 1) == pytest.approx(7.0)
+    # Compiles that end together are timed one after another.
+    assert pipelined_makespan([], [(1.0, [1.0]), (1.0, [1.0]), (1.0, [1.0])], 4) == pytest.approx(4.0)
+    assert pipelined_makespan([0.3], [], 2) == pytest.approx(0.3)
+    assert pipelined_makespan([], [], 2) == 0
+
+    evaluator = ReplayEvaluator(make_dataset(), SHAPE, clock="pipelined")  # 2 workers from the provenance
+    evaluator.evaluate(CONFIGS)
+    # compiles 3 (A), 1 (B) at 0; B timed 1-1.6; B's worker takes 2 (C) at 1.6-3.6; A timed 3-3.5; A's worker takes 2
+    # (D) at 3.5-5.5; C timed 3.6-4.3; D timed 5.5-6.3.
+    assert evaluator.elapsed_s == pytest.approx(6.3)
+    sequential = ReplayEvaluator(make_dataset(), SHAPE)
+    sequential.evaluate(CONFIGS)
+    assert sequential.elapsed_s == pytest.approx(5 + 0.5 + 0.6 + 0.7 + 0.8)
+    evaluator.evaluate(CONFIGS[:2])  # compiled already: timed only
+    assert evaluator.elapsed_s == pytest.approx(6.3 + 0.5 + 0.6)
+
+
+def test_startup_delays_the_first_batch_once():
+    evaluator = ReplayEvaluator(make_dataset(), SHAPE, clock="pipelined", startup_s=10.0)
+    evaluator.evaluate([])
+    assert evaluator.elapsed_s == 0  # nothing asked, nothing started
+    evaluator.charge(4.0)  # the strategy's first ask runs while the workers start
+    evaluator.evaluate(CONFIGS[:1])
+    assert evaluator.elapsed_s == pytest.approx(10 + 3 + 0.5)
+    evaluator.evaluate(CONFIGS[1:2])
+    assert evaluator.elapsed_s == pytest.approx(13.5 + 1 + 0.6)
+    late = ReplayEvaluator(make_dataset(), SHAPE, startup_s=2.0)
+    late.charge(5.0)  # an ask longer than the start-up hides it
+    late.evaluate(CONFIGS[:1])
+    assert late.elapsed_s == pytest.approx(5 + 3 + 0.5)
+
+
 def test_compile_workers_default_and_validation():
     assert ReplayEvaluator(make_dataset(provenance={}), SHAPE).compile_workers == 1
     with pytest.raises(ValueError, match=r"provenance\['compile_workers'\] must be an integer >= 1, got 0"):
@@ -130,6 +170,11 @@ def test_compile_workers_default_and_validation():
         ReplayEvaluator(make_dataset(), SHAPE, compile_workers=-2)
     with pytest.raises(ValueError, match="unknown replay mode 'random'; allowed: deterministic, noisy"):
         ReplayEvaluator(make_dataset(), SHAPE, mode="random")
+    with pytest.raises(ValueError, match="unknown replay clock 'overlapped'; allowed: sequential, pipelined"):
+        ReplayEvaluator(make_dataset(), SHAPE, clock="overlapped")
+    for bad in (-1.0, math.nan, math.inf, "10"):
+        with pytest.raises(ValueError, match=f"startup_s must be a finite number of seconds >= 0, got {bad!r}"):
+            ReplayEvaluator(make_dataset(), SHAPE, startup_s=bad)
 
 
 def test_optimum_vendor_and_space():

@@ -127,6 +127,18 @@ def test_unknown_strategy_and_shape(kt_task, tmp_path):
         run_study(["simulated_annealing"], kt_task, [0], Budget(evaluations=5), tmp_path / "x.parquet")
     with pytest.raises(ValueError, match="not recorded"):
         tasks_of(KT_A100, shapes=[(1, 2)])
+    with pytest.raises(ValueError, match="unknown replay clock 'wall'; allowed: sequential, pipelined"):
+        run_study(["random"], kt_task, [0], Budget(evaluations=5), tmp_path / "x.parquet", clock="wall")
+    assert not (tmp_path / "x.runs").exists()  # refused before anything was written
+
+
+def test_the_study_replays_on_the_clock_it_is_given(kt_task, tmp_path):
+    runs = {clock: run_study(["random"], kt_task, [0], Budget(evaluations=30), tmp_path / f"{clock}.parquet",
+                             workers=1, clock=clock, startup_s=startup, progress=False)
+            for clock, startup in (("sequential", 0.0), ("pipelined", 100.0))}
+    assert list(runs["sequential"].config_key) == list(runs["pipelined"].config_key)  # the clock moves time only
+    # Kernel Tuner compiles one config at a time (1 worker), so the clocks differ by the start-up alone.
+    assert (runs["pipelined"].time_s - runs["sequential"].time_s).to_numpy() == pytest.approx(100.0, abs=0.5)
 
 
 def test_task_references_match_the_dataset(kt_task):

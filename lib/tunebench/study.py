@@ -176,12 +176,14 @@ class Run:
         return f"{self.strategy}__{safe}__seed{self.seed}.parquet"
 
 
-def replay_run(run: Run, budget: Budget, mode: str = "deterministic") -> pd.DataFrame:
-    """Replay one run on its recorded dataset; the evaluator's noise (noisy mode) is seeded by the run's seed."""
+def replay_run(run: Run, budget: Budget, mode: str = "deterministic", clock: str = "sequential",
+               startup_s: float = 0.0) -> pd.DataFrame:
+    """Replay one run on its recorded dataset; the evaluator's noise (noisy mode) is seeded by the run's seed, and
+    `clock` and `startup_s` set its simulated clock (`ReplayEvaluator`)."""
     from tunebench.measure.replay import ReplayEvaluator
 
     dataset = _cached_dataset(run.task.dataset)
-    evaluator = ReplayEvaluator(dataset, run.task.shape, mode=mode, seed=run.seed)
+    evaluator = ReplayEvaluator(dataset, run.task.shape, mode=mode, seed=run.seed, clock=clock, startup_s=startup_s)
     strategy = make_strategy(run.strategy, evaluator.space, seed=run.seed, **dict(run.settings))
     trace = run_search(strategy, evaluator, budget)
     trace.insert(0, "seed", run.seed)
@@ -190,8 +192,8 @@ def replay_run(run: Run, budget: Budget, mode: str = "deterministic") -> pd.Data
     return trace
 
 
-def _replay_to_file(run: Run, budget: Budget, mode: str, path: Path) -> Path:
-    _write_parquet(replay_run(run, budget, mode), path)
+def _replay_to_file(run: Run, budget: Budget, mode: str, clock: str, startup_s: float, path: Path) -> Path:
+    _write_parquet(replay_run(run, budget, mode, clock, startup_s), path)
     return path
 
 
@@ -217,22 +219,26 @@ def _reuse_trace_table(out: Path, missing: Sequence[Run], runs_dir: Path, budget
 
 
 def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[int], budget: Budget, out: Path, *,
-              workers: int | None = None, mode: str = "deterministic",
-              settings: Mapping[str, Mapping[str, Any]] | None = None, progress: bool = True) -> pd.DataFrame:
+              workers: int | None = None, mode: str = "deterministic", clock: str = "sequential",
+              startup_s: float = 0.0, settings: Mapping[str, Mapping[str, Any]] | None = None,
+              progress: bool = True) -> pd.DataFrame:
     """Every strategy on every task for every seed, replayed; the trace table is written to `out` (parquet).
 
     Each run is saved under `<out>.runs/` as it finishes, so a killed study resumes where it stopped; a run that
     the trace table already at `out` holds is taken from it (the table is kept where the run files are not), so a
     study grown by a task or a seed replays only the new runs. Reused runs are assumed to share this study's budget,
-    evaluator mode and settings, as run files are. `settings` maps a strategy name to overrides of its defaults.
+    evaluator mode, clock and settings, as run files are. `settings` maps a strategy name to overrides of its
+    defaults; `clock` and `startup_s` set the replay's simulated clock (`ReplayEvaluator`).
     """
     from tqdm import tqdm
 
+    from tunebench.measure.replay import check_clock
     from tunebench.search import NAMES
 
     unknown = [name for name in strategies if name not in NAMES]
     if unknown:
         raise ValueError(f"unknown strategies {unknown}; known: {', '.join(NAMES)}")
+    check_clock(clock, startup_s)
     settings = dict(settings or {})
     runs_dir = out.with_suffix(".runs")
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -243,11 +249,12 @@ def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[
     with tqdm(total=len(runs), initial=len(runs) - len(todo), unit="run", disable=not progress) as bar:
         if workers == 1:
             for run in todo:
-                _replay_to_file(run, budget, mode, runs_dir / run.file_name)
+                _replay_to_file(run, budget, mode, clock, startup_s, runs_dir / run.file_name)
                 bar.update(1)
         else:
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(_replay_to_file, run, budget, mode, runs_dir / run.file_name) for run in todo]
+                futures = [pool.submit(_replay_to_file, run, budget, mode, clock, startup_s,
+                                       runs_dir / run.file_name) for run in todo]
                 for future in as_completed(futures):
                     future.result()
                     bar.update(1)

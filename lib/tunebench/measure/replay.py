@@ -20,6 +20,11 @@ from tunebench.measure.result import Result, Status
 from tunebench.space import ConfigError, Space
 
 MODES = ("deterministic", "noisy")
+# How a batch's time is charged: "sequential" compiles the batch's new binaries, then times every config
+# (`compile_makespan` + the benchmark times, the design's contract and Kernel Tuner's simulation mode); "pipelined"
+# times each binary's configs as its compile ends while the other workers go on compiling, as `GpuBench` does
+# (`pipelined_makespan`).
+CLOCKS = ("sequential", "pipelined")
 
 
 @dataclass(frozen=True)
@@ -48,22 +53,58 @@ def compile_makespan(compile_s: Sequence[float], workers: int) -> float:
     return max(free_at)
 
 
+def check_clock(clock: str, startup_s: float) -> None:
+    """A clear error for a clock not in `CLOCKS` or a start-up that is not a finite number of seconds >= 0."""
+    if clock not in CLOCKS:
+        raise ValueError(f"unknown replay clock {clock!r}; allowed: {', '.join(CLOCKS)}")
+    if not isinstance(startup_s, numbers.Real) or not math.isfinite(startup_s) or startup_s < 0:
+        raise ValueError(f"startup_s must be a finite number of seconds >= 0, got {startup_s!r}")
+
+
+def pipelined_makespan(timed_first_s: Sequence[float], compiles: Sequence[tuple[float, Sequence[float]]],
+                       workers: int) -> float:
+    """Seconds to measure a batch as `GpuBench.measure_iter` does: the configs of binaries compiled before
+    (`timed_first_s`, their benchmark seconds) are timed first, one after another; then each new binary, as
+    (compile seconds, benchmark seconds of its configs) in batch order, goes to the first free one of `workers`
+    compile workers. A binary's configs are timed as its compile ends, on the one timer; compiles that end meanwhile
+    wait for the timer, and a worker that is done gets its next binary only once the timer is idle again (the
+    compile pool hands out work between timings)."""
+    clock = float(sum(timed_first_s))
+    waiting = list(compiles)[::-1]
+    running: list[tuple[float, int, Sequence[float]]] = []  # (compile ends at, order, its configs' bench seconds)
+    order = 0
+    while waiting or running:
+        while waiting and len(running) < workers:
+            compile_s, bench_s = waiting.pop()
+            heapq.heappush(running, (clock + compile_s, order, bench_s))
+            order += 1
+        clock = max(clock, running[0][0])
+        done = []
+        while running and running[0][0] <= clock:
+            done.append(heapq.heappop(running))
+        for _, _, bench_s in done:
+            clock += sum(bench_s)
+    return clock
+
+
 class ReplayEvaluator:
     """The Evaluator protocol over one task (shape) of a Dataset.
 
     deterministic mode answers the recorded median; noisy mode a bootstrap median of the recorded repeats
     (resampled with replacement, same count) from the evaluator's own seeded generator. The simulated clock
-    charges each batch its compile makespan on `compile_workers` workers plus the sum of its benchmark
-    times, plus what `charge` adds. As in the live evaluator (`GpuBench`), a binary is compiled once: a config
+    charges each batch its time on `compile_workers` workers by the `clock` named (`CLOCKS`), plus what `charge`
+    adds; with `startup_s`, no batch starts before that many seconds from the evaluator's creation (the workers'
+    start-up, which a live run pays once). As in the live evaluator (`GpuBench`), a binary is compiled once: a config
     asked again, or one that differs from another only in launch parameters (`kernels.launch_parameters`), in the
     same batch or an earlier one, charges its benchmark time only. A binary's compile time is the longest its configs
     recorded (a sweep's cache hits recorded milliseconds).
     """
 
     def __init__(self, dataset: Dataset, shape: Sequence[int], *, mode: str = "deterministic", seed: int = 0,
-                 compile_workers: int | None = None) -> None:
+                 compile_workers: int | None = None, clock: str = "sequential", startup_s: float = 0.0) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown replay mode {mode!r}; allowed: {', '.join(MODES)}")
+        check_clock(clock, startup_s)
         source = "compile_workers"
         if compile_workers is None:
             compile_workers = dataset.provenance.get("compile_workers")
@@ -78,6 +119,8 @@ class ReplayEvaluator:
         self.mode = mode
         self.seed = seed
         self.compile_workers = int(compile_workers)
+        self.clock = clock
+        self.startup_s = float(startup_s)
         self.space: Space = dataset.space(self.shape)
         self._names = dataset.parameter_names
         self._rng = np.random.default_rng(seed)
@@ -114,17 +157,26 @@ class ReplayEvaluator:
     def evaluate(self, configs: Sequence[Mapping[str, Any]]) -> list[Result]:
         """One result per config, in order; every config is checked before anything is charged."""
         records = [self._lookup(config) for config in configs]
-        results = []
-        compile_s = []
+        results = [Result(dict(record.config), record.status, latency_ms=self._latency(record),
+                          repeats_ms=record.repeats_ms, compile_s=record.compile_s, bench_s=record.bench_s,
+                          error=record.error) for record in records]
+        timed_first_s = []  # configs of binaries compiled in an earlier batch
+        new_binaries: dict[tuple, list[float]] = {}  # binary -> its configs' benchmark seconds, in batch order
         for record in records:
-            if record.binary not in self._binaries:
-                self._binaries.add(record.binary)
-                compile_s.append(self._binary_compile_s[record.binary])
-            results.append(Result(dict(record.config), record.status, latency_ms=self._latency(record),
-                                  repeats_ms=record.repeats_ms, compile_s=record.compile_s, bench_s=record.bench_s,
-                                  error=record.error))
-        self._elapsed_s += compile_makespan(compile_s, self.compile_workers)
-        self._elapsed_s += sum(record.bench_s for record in records)
+            if record.binary in self._binaries:
+                timed_first_s.append(record.bench_s)
+            else:
+                new_binaries.setdefault(record.binary, []).append(record.bench_s)
+        self._binaries.update(new_binaries)
+        if records:
+            self._elapsed_s = max(self._elapsed_s, self.startup_s)
+        compile_s = [self._binary_compile_s[binary] for binary in new_binaries]
+        if self.clock == "pipelined":
+            self._elapsed_s += pipelined_makespan(timed_first_s, list(zip(compile_s, new_binaries.values())),
+                                                  self.compile_workers)
+        else:
+            self._elapsed_s += compile_makespan(compile_s, self.compile_workers)
+            self._elapsed_s += sum(record.bench_s for record in records)
         return results
 
     def _latency(self, record: _Record) -> float | None:
