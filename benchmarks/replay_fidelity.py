@@ -17,7 +17,7 @@ from tunebench.files import write_text_atomically
 from tunebench.gemm_kernels import DATASET, LIVE, replay_by_seed, repeats_table
 from tunebench.replay_fidelity import (
     calibrated_startup_s, fidelity_table, first_batch_residuals, later_batches_summary, live_runs,
-    recorded_on_another_host, residuals_summary,
+    recorded_on_another_host, residuals_summary, sitting_first_batches,
 )
 from tunebench.study import Budget, open_dataset, run_study, tasks_of
 from tunebench.tables import markdown_table
@@ -96,16 +96,15 @@ def main() -> int:
         "live seconds less the pipelined clock's, per run's first batch. Set-up first (stop 49): the workers were "
         "started and cuBLAS measured before the clock, so what is left is each worker's first compile and the first "
         "timings. Set-up overlapped (stop 50): the clock starts with the workers. The start-up charged below is the "
-        f"median over the overlapped sitting's {int(((residuals['set-up'] == 'set-up overlapped') & ~residuals.trace.str.contains('/repeats/')).sum())} "
-        f"first batches: {startup_s:.2f} s; its repeated runs (other seeds, and the two-GPU host) were not used to "
-        "set it.",
+        f"median over the overlapped sitting's {len(sitting_first_batches(residuals))} first batches: "
+        f"{startup_s:.2f} s; its repeated runs (other seeds, and the two-GPU host) were not used to set it.",
         markdown_table(residuals_summary(residuals, startup_s)),
         markdown_table(residuals.round(2)),
         f"## Replayed with the start-up, beside live at {SHAPE}",
         f"`run_study` of {', '.join(STRATEGIES)} on every shape of the sweep, {args.seeds} seeds, {args.seconds:g} "
-        f"simulated seconds, `clock=\"pipelined\"`, `startup_s={startup_s:.2f}`; per run in `replay_by_seed.csv`. Live: "
-        "the overlapped runs of `gemm_kernels.repeats_table` (seconds from starting the workers). Medians; a run that "
-        "never got there counts as inf.",
+        f"simulated seconds, `clock=\"pipelined\"`, `startup_s={startup_s:.2f}`; per run in `replay_by_seed.csv`. "
+        "Live: the overlapped runs of `gemm_kernels.repeats_table` (seconds from starting the workers). Medians; a run "
+        "that never got there counts as inf.",
         markdown_table(side_by_side),
     ]) + "\n"
     write_text_atomically(args.out / "summary.md", text)

@@ -1,5 +1,5 @@
 """How closely replay's simulated clock follows live searches: every recorded live run of the TMA GEMM replayed batch
-for batch, the same configs on the sweep of the same kernel and GPU, under each replay clock, and the start-up it leaves.
+for batch (the same configs, on the sweep of that kernel and GPU) under each replay clock, and the start-up left over.
 """
 
 from __future__ import annotations
@@ -119,9 +119,14 @@ def first_batch_residuals(batches: pd.DataFrame) -> pd.DataFrame:
     return first[["set-up", "shape", "strategy", "trace", "configs", "live s", *MODELLED, "live - pipelined s"]]
 
 
+def sitting_first_batches(residuals: pd.DataFrame, setup: str = OVERLAPPED) -> pd.DataFrame:
+    """The `first_batch_residuals` of the runs in `setup`'s sitting (not its repeated runs)."""
+    return residuals[(residuals["set-up"] == setup) & ~residuals.trace.str.contains("/repeats/")]
+
+
 def calibrated_startup_s(residuals: pd.DataFrame, setup: str = OVERLAPPED) -> float:
     """The median first-batch residual of the runs in `setup`'s sitting: the start-up a replay of such a run adds."""
-    sitting = residuals[(residuals["set-up"] == setup) & ~residuals.trace.str.contains("/repeats/")]
+    sitting = sitting_first_batches(residuals, setup)
     if sitting.empty:
         raise ValueError(f"no first batches of the sitting of set-up {setup!r} to calibrate on")
     return float(sitting["live - pipelined s"].median())
