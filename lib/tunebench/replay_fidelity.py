@@ -15,8 +15,9 @@ from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter
 
 from tunebench.gemm_kernels import LIVE_SHAPES, OVERLAPPED, RUNS, SECONDS_TICKS, repeat_traces
 from tunebench.measure.dataset import Dataset, extension_files, load_dataset
-from tunebench.measure.replay import CLOCKS, ReplayEvaluator
+from tunebench.measure.replay import CLOCKS
 from tunebench.plots import shown_path
+from tunebench.reclock import batch_seconds, configs_by_key
 
 MODELLED = [f"{clock} s" for clock in CLOCKS]  # a batch's seconds on each replay clock
 
@@ -54,26 +55,21 @@ def batch_table(setup: str, shape: str, trace_path: Path, dataset: Dataset) -> p
     replay clock, the configs asked in the same order on the same number of compile workers."""
     sizes = tuple(int(size) for size in shape.split("x"))
     workers = compile_workers_of(trace_path)
-    configs = {",".join(map(str, dataset.space(sizes).key(config))): config for config in dataset.configs(sizes)}
+    configs = configs_by_key(dataset, sizes)
     rows = []
     for strategy, trace in pd.read_parquet(trace_path).groupby("strategy", sort=False):
-        evaluators = {clock: ReplayEvaluator(dataset, sizes, compile_workers=workers, clock=clock) for clock in CLOCKS}
-        previous = {"time_s": 0.0, "strategy_s": 0.0, **{clock: 0.0 for clock in CLOCKS}}
-        for batch, rows_of_batch in trace.groupby("batch", sort=True):
-            missing = [key for key in rows_of_batch.config_key if key not in configs]
-            if missing:
-                raise ValueError(f"{trace_path}: configs {missing[:3]} were not recorded in the sweep of {shape}")
-            asked = [configs[key] for key in rows_of_batch.config_key]
-            time_s, strategy_s = float(rows_of_batch.time_s.iloc[0]), float(rows_of_batch.strategy_s.iloc[0])
-            row = {"set-up": setup, "shape": shape, "strategy": strategy, "trace": shown_path(trace_path),
-                   "compile workers": workers, "batch": int(batch), "configs": len(asked),
-                   "live s": time_s - previous["time_s"] - (strategy_s - previous["strategy_s"])}
-            for clock, evaluator in evaluators.items():
-                evaluator.evaluate(asked)
-                row[f"{clock} s"] = evaluator.elapsed_s - previous[clock]
-                previous[clock] = evaluator.elapsed_s
-            previous.update(time_s=time_s, strategy_s=strategy_s)
-            rows.append(row)
+        missing = [key for key in trace.config_key if key not in configs]
+        if missing:
+            raise ValueError(f"{trace_path}: configs {missing[:3]} were not recorded in the sweep of {shape}")
+        batches = trace.groupby("batch", sort=True).agg(time_s=("time_s", "first"), strategy_s=("strategy_s", "first"),
+                                                        keys=("config_key", list))
+        asked = [[configs[key] for key in keys] for keys in batches["keys"]]
+        seconds = {clock: batch_seconds(dataset, sizes, asked, clock, workers) for clock in CLOCKS}
+        live = np.diff(batches.time_s, prepend=0.0) - np.diff(batches.strategy_s, prepend=0.0)
+        for position, batch in enumerate(batches.index):
+            rows.append({"set-up": setup, "shape": shape, "strategy": strategy, "trace": shown_path(trace_path),
+                         "compile workers": workers, "batch": int(batch), "configs": len(asked[position]),
+                         "live s": live[position], **{f"{clock} s": seconds[clock][position] for clock in CLOCKS}})
     return pd.DataFrame(rows)
 
 

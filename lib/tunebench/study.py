@@ -60,7 +60,7 @@ class Task:
     @property
     def kernel(self) -> str:
         """The kernel its dataset records ("matmul", "softmax", "kerneltuner/convolution_kernel", ...)."""
-        return _cached_dataset(self.dataset).kernel
+        return cached_dataset(self.dataset).kernel
 
 
 def open_dataset(path: str | os.PathLike[str]) -> Dataset:
@@ -74,13 +74,14 @@ def open_dataset(path: str | os.PathLike[str]) -> Dataset:
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_dataset(path: str) -> Dataset:
+def cached_dataset(path: str) -> Dataset:
+    """`open_dataset`, read once per process (the 8 datasets opened last are kept)."""
     return open_dataset(path)
 
 
 def tasks_of(path: str | os.PathLike[str], shapes: Sequence[Sequence[int]] | None = None) -> list[Task]:
     """The tasks of a dataset: every recorded shape, or the given ones (checked against the record)."""
-    dataset = _cached_dataset(str(path))
+    dataset = cached_dataset(str(path))
     recorded = dataset.shapes()
     if shapes is None:
         return [Task(str(path), shape) for shape in recorded]
@@ -97,6 +98,11 @@ def tasks_by_kernel(tasks: Sequence[Task]) -> dict[str, list[str]]:
     for task in tasks:
         groups.setdefault(task.kernel, []).append(task.name)
     return groups
+
+
+def key_text(key: tuple) -> str:
+    """A config's key (`Space.key`) as a trace's `config_key` column writes it."""
+    return ",".join(map(str, key))
 
 
 def run_search(strategy: Strategy, evaluator: Evaluator, budget: Budget) -> pd.DataFrame:
@@ -135,7 +141,7 @@ def run_search(strategy: Strategy, evaluator: Evaluator, budget: Budget) -> pd.D
             seen[keys[i]] = result
             best = min(best, result.objective)
             rows.append({"eval_index": len(seen), "batch": batch_index, "time_s": math.nan,
-                         "config_key": ",".join(map(str, keys[i])), "status": result.status.value,
+                         "config_key": key_text(keys[i]), "status": result.status.value,
                          "latency_ms": result.latency_ms if result.ok else math.nan, "best_ms": best})
         strategy_s += spent
         stalled = 0 if new else stalled + 1
@@ -182,7 +188,7 @@ def replay_run(run: Run, budget: Budget, mode: str = "deterministic", clock: str
     `clock` and `startup_s` set its simulated clock (`ReplayEvaluator`)."""
     from tunebench.measure.replay import ReplayEvaluator
 
-    dataset = _cached_dataset(run.task.dataset)
+    dataset = cached_dataset(run.task.dataset)
     evaluator = ReplayEvaluator(dataset, run.task.shape, mode=mode, seed=run.seed, clock=clock, startup_s=startup_s)
     strategy = make_strategy(run.strategy, evaluator.space, seed=run.seed, **dict(run.settings))
     trace = run_search(strategy, evaluator, budget)
@@ -268,7 +274,7 @@ def task_references(tasks: Sequence[Task]) -> tuple[dict[str, float], dict[str, 
     one evaluation in seconds (compile on the recorded workers plus benchmark), as `metrics.summarize` wants."""
     optima, latencies, seconds = {}, {}, {}
     for task in tasks:
-        dataset = _cached_dataset(task.dataset)
+        dataset = cached_dataset(task.dataset)
         rows = dataset.task(task.shape)
         values = rows["latency_ms"].to_numpy(dtype=float)
         latencies[task.name] = np.where(np.isnan(values), np.inf, values)

@@ -59,7 +59,7 @@ from tunebench.metrics import random_search_expected_best, random_search_expecte
 from tunebench.search.base import Config, Key, sample_new
 from tunebench.search.lfbo import LFBOPatternSearch, LFBOPatternSearchSettings
 from tunebench.space import Space
-from tunebench.study import Budget, Run, Task, _cached_dataset, replay_run, tasks_of
+from tunebench.study import Budget, Run, Task, cached_dataset, replay_run, tasks_of
 
 FAILURE_PENALTY = 10.0  # a failed training config counts as this many times the slowest finite training latency
 PERCENTS = (1, 2, 5, 10, 20, 50, 100)  # the default grid of x, % of the pool a surrogate may measure
@@ -276,7 +276,7 @@ def _stream_seed(seed: int, *labels: str) -> int:
 @lru_cache(maxsize=16)
 def _recorded(task: Task) -> tuple[Space, dict[str, Key], dict[Key, float]]:
     """The task's space, its config keys by trace text, and every recorded latency (failures inf)."""
-    dataset = _cached_dataset(task.dataset)
+    dataset = cached_dataset(task.dataset)
     rows = dataset.task(task.shape)
     names = list(dataset.parameter_names)
     keys = [tuple(values) for values in rows[names].itertuples(index=False, name=None)]

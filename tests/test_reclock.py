@@ -1,0 +1,75 @@
+"""Re-clocking recorded traces (`reclock`): a trace keeps its times on its own clock, and on another it gets the times
+a replay on that clock gives; bad clocks and tasks the trace does not know are errors; the strategy comparison's table
+of seconds on both clocks (CPU, seconds)."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tunebench.reclock import batch_seconds, configs_by_key, reclock
+from tunebench.study import Budget, cached_dataset, run_study, tasks_of
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from strategy_comparison import seconds_by_clock  # noqa: E402
+GEMM = REPO / "results" / "datasets" / "matmul_bfloat16_h100.parquet"
+
+
+@pytest.fixture(scope="module")
+def gemm_tasks():
+    return tasks_of(GEMM)[:2]
+
+
+def study(tasks, tmp_path, clock):
+    return run_study(["random", "pattern"], tasks, [0], Budget(evaluations=120), tmp_path / f"{clock}.parquet",
+                     workers=1, clock=clock, progress=False)
+
+
+def test_on_its_own_clock_a_trace_keeps_its_times(gemm_tasks, tmp_path):
+    trace = study(gemm_tasks, tmp_path, "sequential")
+    again = reclock(trace, gemm_tasks, "sequential", progress=False)
+    assert again.drop(columns="time_s").equals(trace.drop(columns="time_s"))
+    assert again.time_s.to_numpy() == pytest.approx(trace.time_s.to_numpy(), rel=1e-12)
+
+
+def test_on_another_clock_it_gets_what_a_replay_on_that_clock_gives(gemm_tasks, tmp_path):
+    sequential = study(gemm_tasks, tmp_path, "sequential")
+    pipelined = study(gemm_tasks, tmp_path, "pipelined")
+    assert list(pipelined.config_key) == list(sequential.config_key)  # an evaluation budget: the same configs
+    reclocked = reclock(sequential, gemm_tasks, "pipelined", workers=2, progress=False)
+    # The same but for the strategies' own CPU time, measured anew in each replay (milliseconds per batch here).
+    assert reclocked.time_s.to_numpy() == pytest.approx(pipelined.time_s.to_numpy(), abs=0.05)
+    assert (reclocked.time_s < sequential.time_s).mean() > 0.9  # overlapping compiles with timing saves time
+
+
+def test_batch_seconds_charge_a_binary_once(gemm_tasks):
+    task = gemm_tasks[0]
+    dataset = cached_dataset(task.dataset)
+    configs = list(configs_by_key(dataset, task.shape).values())[:6]
+    first, again = batch_seconds(dataset, task.shape, [configs, configs], "pipelined")
+    assert first > again > 0  # the second batch is timed only
+    assert again == pytest.approx(dataset.task(task.shape).bench_s.iloc[:6].sum())
+
+
+def test_bad_clock_and_unknown_tasks(gemm_tasks, tmp_path):
+    trace = study(gemm_tasks[:1], tmp_path, "sequential")
+    with pytest.raises(ValueError, match="unknown replay clock 'wall'; allowed: sequential, pipelined"):
+        reclock(trace, gemm_tasks, "wall")
+    with pytest.raises(ValueError, match=r"the trace has tasks \['matmul_bfloat16_h100:"):
+        reclock(trace, gemm_tasks[1:], "pipelined")
+
+
+def test_the_comparison_tabulates_seconds_on_both_clocks():
+    summary = pd.DataFrame({"strategy": ["lfbo"] * 3 + ["tpe"] * 3, "task": ["a", "b", "c"] * 2,
+                            "seconds_to_0.99": [10.0, 20.0, 30.0, 5.0, float("inf"), float("inf")],
+                            "seconds_to_0.99_pipelined": [8.0, 14.0, 30.0, 5.0, float("inf"), float("inf")]})
+    table = seconds_by_clock(summary).set_index("strategy")
+    assert list(table.columns) == ["tasks", "s to 0.99, sequential clock [range]", "s to 0.99, pipelined clock [range]",
+                                   "pipelined / sequential"]
+    assert table.loc["lfbo", "s to 0.99, sequential clock [range]"] == "20.0 [10.0, 30.0]"
+    assert table.loc["lfbo", "s to 0.99, pipelined clock [range]"] == "14.0 [8.0, 30.0]"
+    assert table.loc["lfbo", "pipelined / sequential"] == "0.70"
+    assert table.loc["tpe", "pipelined / sequential"] == "n/a"  # the median task never got there
