@@ -89,8 +89,9 @@ def main() -> int:
         "as its compile ends while the other workers compile on, as `GpuBench` does. Per batch in `batches.csv`.",
         "## Batches after the first",
         "live seconds / replayed seconds per batch. The sweep's rows of "
-        f"{', '.join(sorted(other_host)) or 'no shape'} were recorded on a host of another kind (32 cores, two "
-        "H200s) than the live runs' hosts.",
+        f"{', '.join(sorted(other_host)) or 'no shape'} come from its extension, recorded on another host (32 cores, "
+        "two H200s) than its base file (16 cores, one H200). The live runs ran on one-H200 hosts, and the two-GPU "
+        "host's on GPU 0 and 16 of its 32 cores.",
         markdown_table(later_batches_summary(batches, other_host)),
         "## The first batch: the start-up",
         "live seconds less the pipelined clock's, per run's first batch. Set-up first (stop 49): the workers were "

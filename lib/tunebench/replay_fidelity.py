@@ -91,12 +91,16 @@ def recorded_on_another_host(dataset_path: Path) -> set[str]:
 
 
 def later_batches_summary(batches: pd.DataFrame, other_host: set[str]) -> pd.DataFrame:
-    """Batches after the first (no start-up in them), grouped by where the sweep's rows were recorded: the median and
-    quartiles of live seconds / each clock's seconds per batch, and the ratio of the sums."""
+    """Batches after the first (no start-up in them), grouped by where the sweep's rows were recorded, and those of
+    the base file's host by the live runs' set-up: the median and quartiles of live seconds / each clock's seconds
+    per batch, and the ratio of the sums."""
     later = batches[batches.batch > 1].assign(
-        rows=lambda frame: np.where(frame["shape"].isin(other_host), "another host", "the live runs' kind of host"))
+        rows=lambda frame: np.where(frame["shape"].isin(other_host), "the extension's host", "the base file's host"))
+    groups = [("every shape", later), *later.groupby("rows", sort=False)]
+    base = later[later.rows == "the base file's host"]
+    groups += [(f"the base file's host, {setup}", part) for setup, part in base.groupby("set-up", sort=False)]
     rows = []
-    for rows_from, part in [("every shape", later), *later.groupby("rows", sort=False)]:
+    for rows_from, part in groups:
         for column in MODELLED:
             ratio = part["live s"] / part[column]
             rows.append({"sweep rows recorded on": rows_from, "clock": column.removesuffix(" s"),
@@ -153,8 +157,8 @@ def plot_replay_against_live(batches: pd.DataFrame, other_host: set[str]) -> Fig
     first = batches.batch == 1
     overlapped = batches["set-up"].str.startswith(OVERLAPPED)
     elsewhere = batches["shape"].isin(other_host)
-    groups = [("later batches, sweep rows from the live runs' kind of host", ~first & ~elsewhere, "o", "tab:blue"),
-              ("later batches, sweep rows from another host", ~first & elsewhere, "o", "tab:orange"),
+    groups = [("later batches, sweep rows from the base file's host", ~first & ~elsewhere, "o", "tab:blue"),
+              ("later batches, sweep rows from another host (an extension)", ~first & elsewhere, "o", "tab:orange"),
               ("first batches, set-up first", first & ~overlapped, "^", "tab:green"),
               ("first batches, clock starts with the workers", first & overlapped, "s", "tab:red")]
     for ax, clock in zip(axes, CLOCKS):
