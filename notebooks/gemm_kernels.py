@@ -131,6 +131,7 @@ batches = fidelity_table(live_runs(live_dir), recorded)
 elsewhere = recorded_on_another_host(path)
 residuals = first_batch_residuals(batches)
 startup_s = calibrated_startup_s(residuals)
-display(table_style(later_batches_summary(batches, elsewhere)))
-display(table_style(residuals_summary(residuals, startup_s)))
+display(table_style(later_batches_summary(batches, elsewhere),
+                    {"median live / replay": "{:.3f}", "sum live / sum replay": "{:.3f}"}))
+display(table_style(residuals_summary(residuals, startup_s), {"median live - pipelined s": "{:.2f}"}))
 plot_replay_against_live(batches, elsewhere);

@@ -141,7 +141,7 @@ def residuals_summary(residuals: pd.DataFrame, startup_s: float) -> pd.DataFrame
                                               "repeated runs", "the sitting"))
     for (setup, runs), part in labelled.groupby(["set-up", "runs"], sort=False):
         residual = part["live - pipelined s"]
-        error = round(float((residual - startup_s).abs().median()), 2) if setup.startswith(OVERLAPPED) else ""
+        error = f"{(residual - startup_s).abs().median():.2f}" if setup.startswith(OVERLAPPED) else ""
         rows.append({"set-up": setup, "runs": runs, "first batches": len(part),
                      "median live - pipelined s": round(float(residual.median()), 2),
                      "range s": f"{residual.min():.1f} to {residual.max():.1f}",
