@@ -33,6 +33,7 @@ from tunebench.search import NAMES, make_strategy
 from tunebench.search.base import Strategy
 from tunebench.search.warm_start import warm_start
 from tunebench.space import Space
+from tunebench.study import Budget, key_text, run_search
 from tunebench.tables import markdown_table
 
 WARM = "warm:"
@@ -58,6 +59,17 @@ def live_strategy(name: str, space: Space, seed: int, seeds: Sequence[dict[str, 
         inner = name.removeprefix(WARM)
         return warm_start(inner.removesuffix(RESTART), space, seeds, seed=seed, restart=inner.endswith(RESTART))
     return make_strategy(name, space, seed=seed)
+
+
+def with_result_times(trace: pd.DataFrame, measured: Sequence[tuple[dict[str, Any], float, Any]],
+                      space: Space) -> pd.DataFrame:
+    """The trace with, per evaluation, the clock's reading when its result came (`result_s`), its binary's compile
+    seconds and its benchmark seconds (`LiveEvaluator.measured`): when each compile and timing ended inside a batch."""
+    times = pd.DataFrame([{"config_key": key_text(space.key(config)), "result_s": seconds,
+                           "compile_s": result.compile_s, "bench_s": result.bench_s}
+                          for config, seconds, result in measured],
+                         columns=["config_key", "result_s", "compile_s", "bench_s"])
+    return trace.merge(times.drop_duplicates("config_key"), on="config_key", how="left")
 
 
 def summarize(traces: Sequence[Path], out: Path, command: str) -> str:
@@ -106,7 +118,6 @@ def main() -> int:
 
     from tunebench.measure.live import GpuBench, LiveEvaluator
     from tunebench.predict import load_predictor
-    from tunebench.study import Budget, run_search
 
     predictor = load_predictor(args.predictor, kernel=args.kernel) if args.predictor is not None else None
     for shape in shapes:
@@ -122,7 +133,8 @@ def main() -> int:
                 strategy = live_strategy(name, bench.space, args.seed, seeds)
                 evaluator = LiveEvaluator(bench, shape)
                 setup_s = time.monotonic() - started
-                trace = run_search(strategy, evaluator, Budget(seconds=args.seconds))
+                trace = with_result_times(run_search(strategy, evaluator, Budget(seconds=args.seconds)),
+                                          evaluator.measured, bench.space)
                 vendor_ms = bench.measure_vendor(shape).latency_ms
                 provenance = bench.provenance(["python", *sys.argv])
             trace.insert(0, "strategy", name)
@@ -143,7 +155,9 @@ def main() -> int:
                 f"Command: `{provenance['command']}` ({provenance['date']}, torch {provenance['torch']}, "
                 f"Triton {provenance['triton']}, {provenance['compile_workers']} compile workers)\n\n"
                 "Wall-clock seconds from the first ask, cold Triton cache; setup_s = the time from starting the "
-                "workers to the first ask (their start-up runs on into the search, and counts in its seconds); cuBLAS "
+                "workers to the first ask (their start-up runs on into the search, and counts in its seconds); in the "
+                "trace, result_s is the clock's reading when each config's result came, with its binary's compile_s "
+                "and its bench_s; cuBLAS "
                 f"is measured after the search; the run's best is the fastest config any strategy found.{warm}\n\n"
                 + markdown_table(summary_rows(frame)) + "\n")
         write_text_atomically(args.out / f"{stem}.md", text)

@@ -111,6 +111,19 @@ def test_a_live_evaluator_has_the_timer_prepare_its_shape_while_the_first_compil
     assert AnsweringTimer.log == [("submit", "prepare"), ("receive", "prepare"), ("call", "config"), ("call", "vendor")]
 
 
+def test_a_live_evaluator_keeps_when_each_result_came(bench):
+    make, _ = bench
+    with make("matmul_tma") as gpu:
+        evaluator = live.LiveEvaluator(gpu, SHAPE)
+        first = evaluator.evaluate([BASE, dict(BASE, BLOCK_K=32)])
+        again = evaluator.evaluate([dict(BASE, PROGRAMS_PER_SM=1)])  # its binary is compiled already
+    configs = [config for config, _, _ in evaluator.measured]
+    assert configs == [BASE, dict(BASE, BLOCK_K=32), dict(BASE, PROGRAMS_PER_SM=1)]
+    assert [result for _, _, result in evaluator.measured] == [*first, *again]
+    readings = [seconds for _, seconds, _ in evaluator.measured]
+    assert readings == sorted(readings) and 0 <= readings[0] and readings[-1] <= evaluator.elapsed_s
+
+
 def test_a_prepare_that_kills_the_timer_leaves_the_shapes_timings_to_report(bench):
     make, _ = bench
     AnsweringTimer.prepare_fails = True

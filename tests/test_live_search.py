@@ -1,5 +1,5 @@
-"""Live searches without a GPU: benchmarks/live_search.py's strategy names and warm start's first batch, and
-tunebench.live_traces' summary of one shape's traces and medians over shapes."""
+"""Live searches without a GPU: benchmarks/live_search.py's strategy names, warm start's first batch and the times
+each result came, and tunebench.live_traces' summary of one shape's traces and medians over shapes."""
 
 import sys
 from pathlib import Path
@@ -10,6 +10,8 @@ import pytest
 
 from tunebench.kernels import get_kernel
 from tunebench.live_traces import across_shapes, summary_rows
+from tunebench.measure.result import Result, Status
+from tunebench.study import key_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import live_search  # noqa: E402
@@ -80,3 +82,17 @@ def test_the_medians_over_shapes_count_a_shape_never_reached_as_the_slowest(tmp_
     assert rows.loc["warm", "shapes within 20 evals"] == 2 and rows.loc["warm", "shapes never"] == 1
     assert rows.loc["cold", "shapes never"] == 1 and rows.loc["cold", "shapes"] == 3
     assert "Command: `the command`" in text and "## shape2" in text and (tmp_path / "summary.md").read_text() == text
+
+
+def test_the_trace_gets_when_each_result_came_and_its_compile_and_benchmark_seconds():
+    space = get_kernel("matmul").config_space()
+    configs = space.sample(np.random.default_rng(0), 3, unique=True)
+    keys = [key_text(space.key(config)) for config in configs]
+    trace = pd.DataFrame({"eval_index": [1, 2, 3], "batch": [1, 1, 2], "time_s": [2.0, 2.0, 3.0], "config_key": keys})
+    measured = [(configs[1], 1.5, Result(configs[1], Status.OK, latency_ms=1.0, compile_s=1.2, bench_s=0.1)),
+                (configs[0], 1.9, Result(configs[0], Status.COMPILE_ERROR, compile_s=0.4)),
+                (configs[2], 2.8, Result(configs[2], Status.OK, latency_ms=2.0, compile_s=0.9, bench_s=0.2))]
+    timed = live_search.with_result_times(trace, measured, space)
+    assert list(timed.config_key) == keys and list(timed.time_s) == [2.0, 2.0, 3.0]  # the trace as it was
+    assert list(timed.result_s) == [1.9, 1.5, 2.8]
+    assert list(timed.compile_s) == [0.4, 1.2, 0.9] and list(timed.bench_s) == [0.0, 0.1, 0.2]

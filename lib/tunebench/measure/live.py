@@ -396,17 +396,24 @@ def _result_from_answer(config: dict, answer: Mapping[str, Any], compile_s: floa
 
 
 class LiveEvaluator:
-    """The Evaluator protocol over a GpuBench for one shape; the clock is the wall clock."""
+    """The Evaluator protocol over a GpuBench for one shape; the clock is the wall clock. `measured` keeps each
+    evaluated config with the clock's reading when its result came and the result, in that order: when each compile
+    and timing ended, which a trace's one reading per batch does not show."""
 
     def __init__(self, bench: GpuBench, shape: Shape) -> None:
         self.bench = bench
         self.shape = bench.kernel.check_shape(shape)
         self.space = bench.space
+        self.measured: list[tuple[dict[str, Any], float, Result]] = []
         bench.prepare(self.shape)
         self._start = time.monotonic()
 
     def evaluate(self, configs: Sequence[Mapping[str, Any]]) -> list[Result]:
-        return self.bench.measure(configs, self.shape)
+        results = {}
+        for index, result in self.bench.measure_iter(configs, self.shape):
+            results[index] = result
+            self.measured.append((dict(configs[index]), self.elapsed_s, result))
+        return [results[index] for index in range(len(configs))]
 
     @property
     def elapsed_s(self) -> float:
