@@ -40,8 +40,11 @@ def test_on_another_clock_it_gets_what_a_replay_on_that_clock_gives(gemm_tasks, 
     pipelined = study(gemm_tasks, tmp_path, "pipelined")
     assert list(pipelined.config_key) == list(sequential.config_key)  # an evaluation budget: the same configs
     reclocked = reclock(sequential, gemm_tasks, "pipelined", workers=2, progress=False)
-    # The same but for the strategies' own CPU time, measured anew in each replay (milliseconds per batch here).
-    assert reclocked.time_s.to_numpy() == pytest.approx(pipelined.time_s.to_numpy(), abs=0.05)
+    assert reclocked.strategy_s.equals(sequential.strategy_s)  # the CPU time the trace measured, kept
+    # Less the strategies' own CPU time, measured anew in each replay (a one-off spike of 0.4 s was seen in CI), the
+    # clock's seconds are the same.
+    assert (reclocked.time_s - reclocked.strategy_s).to_numpy() == pytest.approx(
+        (pipelined.time_s - pipelined.strategy_s).to_numpy(), rel=1e-9)
     assert (reclocked.time_s < sequential.time_s).mean() > 0.9  # overlapping compiles with timing saves time
 
 

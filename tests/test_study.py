@@ -137,8 +137,12 @@ def test_the_study_replays_on_the_clock_it_is_given(kt_task, tmp_path):
                              workers=1, clock=clock, startup_s=startup, progress=False)
             for clock, startup in (("sequential", 0.0), ("pipelined", 100.0))}
     assert list(runs["sequential"].config_key) == list(runs["pipelined"].config_key)  # the clock moves time only
-    # Kernel Tuner compiles one config at a time (1 worker), so the clocks differ by the start-up alone.
-    assert (runs["pipelined"].time_s - runs["sequential"].time_s).to_numpy() == pytest.approx(100.0, abs=0.5)
+    # Kernel Tuner compiles one config at a time (1 worker), so less the strategies' own CPU time (measured anew in
+    # each run) the clocks differ by the start-up alone, less the first ask, which runs while the workers start.
+    evaluation_s = {clock: (run.time_s - run.strategy_s).to_numpy() for clock, run in runs.items()}
+    difference = evaluation_s["pipelined"] - evaluation_s["sequential"]
+    assert (difference <= 100.0 + 1e-9).all() and (difference > 99.0).all()
+    assert difference.max() - difference.min() < 1e-9
 
 
 def test_task_references_match_the_dataset(kt_task):
