@@ -131,10 +131,12 @@ def test_pipeline_selection_draws_winners_split_and_gains(tmp_path: Path) -> Non
 
 def test_gemm_kernels_renders_the_sweep_replays_and_live_runs(tmp_path: Path) -> None:
     text = render("gemm_kernels.py", tmp_path, {"strategies": ["random", "pattern"], "replay_seeds": 1,
-                                                 "replay_seconds": 10.0, "replay_workers": 1})
+                                                 "replay_seconds": 20.0, "replay_workers": 1,
+                                                 "replay_clock": "pipelined", "replay_startup_s": 10.0})
     # the sweep, the replays, the live runs of both kernels, the repeats at 4096^3, replay against live
     assert len(FIGURE.findall(text)) == 5
     assert len(DATA_TABLE.findall(text)) == 8, ("sweep, failures, rounds, replay summary, live table, repeats, "
                                                 "later batches, first batches")
     assert "lfbo, median of 5 seeds" in text and "4096x14336x4096" in text
     assert "median live / replay" in text and "host" in text and "median live - pipelined s" in text
+    assert "replay_startup_s" in text and "Traceback" not in text
