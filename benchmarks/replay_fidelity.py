@@ -66,7 +66,7 @@ def main() -> int:
     dataset = open_dataset(args.dataset)
     batches = fidelity_table(runs, dataset)
     batches.to_csv(args.out / "batches.csv", index=False, float_format="%.4g")
-    other_host = recorded_on_another_host(args.dataset)
+    other_host = recorded_on_another_host(dataset, args.dataset)
     residuals = first_batch_residuals(batches)
     startup_s = calibrated_startup_s(residuals)
     print(f"{len(runs)} live runs, {len(batches)} batches; start-up {startup_s:.2f} s", flush=True)

@@ -134,7 +134,7 @@ plot_repeats_against_vendor(live_dir);
 
 # %%
 batches = fidelity_table(live_runs(live_dir), recorded)
-elsewhere = recorded_on_another_host(path)
+elsewhere = recorded_on_another_host(recorded, path)
 residuals = first_batch_residuals(batches)
 startup_s = calibrated_startup_s(residuals)
 display(table_style(later_batches_summary(batches, elsewhere),

@@ -68,8 +68,8 @@ def test_the_start_up_is_the_sittings_median_first_batch_residual(sitting_4096):
     assert float(error) == pytest.approx((residuals["live - pipelined s"] - 10.0).abs().median(), abs=0.005)
 
 
-def test_later_batches_are_grouped_by_the_host_of_their_sweep_rows(sitting_4096):
-    other = fidelity.recorded_on_another_host(DATASET)
+def test_later_batches_are_grouped_by_the_host_of_their_sweep_rows(sitting_4096, sweep):
+    other = fidelity.recorded_on_another_host(sweep, DATASET)
     assert other == {"4096x4096x14336", "8192x4096x4096", "8192x8192x8192"}  # the extension swept on a 2 x H200 host
     summary = fidelity.later_batches_summary(sitting_4096, other)
     later = sitting_4096[sitting_4096.batch > 1]

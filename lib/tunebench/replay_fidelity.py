@@ -20,6 +20,7 @@ from tunebench.plots import shown_path
 from tunebench.reclock import batch_seconds, configs_by_key
 
 MODELLED = [f"{clock} s" for clock in CLOCKS]  # a batch's seconds on each replay clock
+REPEATED = "/repeats/|two_gpu_host"  # in a trace's path: a run repeated after its sitting (`gemm_kernels.RUNS`)
 
 
 def live_runs(live: Path) -> list[tuple[str, str, Path]]:
@@ -78,10 +79,11 @@ def fidelity_table(runs: Sequence[tuple[str, str, Path]], dataset: Dataset) -> p
     return pd.concat([batch_table(setup, shape, path, dataset) for setup, shape, path in runs], ignore_index=True)
 
 
-def recorded_on_another_host(dataset_path: Path) -> set[str]:
-    """The shapes of the dataset's extension files that were recorded on a host with another number of CPU cores than
-    the base file's (their compile and benchmark seconds are that host's)."""
-    host_cpus = load_dataset(dataset_path).provenance.get("host_cpus")
+def recorded_on_another_host(dataset: Dataset, dataset_path: Path) -> set[str]:
+    """The shapes of the dataset's extension files (`dataset` is the one loaded from `dataset_path`) that were recorded
+    on a host with another number of CPU cores than its base file's (their compile and benchmark seconds are that
+    host's)."""
+    host_cpus = dataset.provenance.get("host_cpus")
     shapes = set()
     for path in extension_files(dataset_path):
         extension = load_dataset(path)
@@ -121,7 +123,7 @@ def first_batch_residuals(batches: pd.DataFrame) -> pd.DataFrame:
 
 def sitting_first_batches(residuals: pd.DataFrame, setup: str = OVERLAPPED) -> pd.DataFrame:
     """The `first_batch_residuals` of the runs in `setup`'s sitting (not its repeated runs)."""
-    return residuals[(residuals["set-up"] == setup) & ~residuals.trace.str.contains("/repeats/")]
+    return residuals[(residuals["set-up"] == setup) & ~residuals.trace.str.contains(REPEATED)]
 
 
 def calibrated_startup_s(residuals: pd.DataFrame, setup: str = OVERLAPPED) -> float:
@@ -137,7 +139,7 @@ def residuals_summary(residuals: pd.DataFrame, startup_s: float) -> pd.DataFrame
     with the workers (the overlapped set-ups), what is left of it once `startup_s` is charged (median absolute error;
     blank for the others); the sitting the start-up was calibrated on apart from the runs repeated after it."""
     rows = []
-    labelled = residuals.assign(runs=np.where(residuals.trace.str.contains("/repeats/|two_gpu_host"),
+    labelled = residuals.assign(runs=np.where(residuals.trace.str.contains(REPEATED),
                                               "repeated runs", "the sitting"))
     for (setup, runs), part in labelled.groupby(["set-up", "runs"], sort=False):
         residual = part["live - pipelined s"]
