@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tunebench.measure.workers import Worker, WorkerDied, WorkerTimedOut, close_all
+from tunebench.measure.workers import Worker, WorkerDied, WorkerTimedOut, close_all, start_worker_server
 
 
 def _toy_handler():
@@ -21,6 +21,25 @@ def _toy_handler():
         return request * 2
 
     return handle
+
+
+def _environment_handler():
+    return os.environ.get
+
+
+def test_a_worker_runs_with_the_environment_it_was_made_with_not_the_servers(monkeypatch):
+    """Workers are forked from a server started earlier, with the environment of then; a worker must see this
+    process's (a fresh TRITON_CACHE_DIR per run, say), as it was when the worker was made, restarts included."""
+    start_worker_server(wait=True)
+    monkeypatch.setenv("TUNEBENCH_WORKER_TEST", "when made")
+    worker = Worker(_environment_handler, name="environment")
+    monkeypatch.setenv("TUNEBENCH_WORKER_TEST", "later")
+    try:
+        assert worker.call("TUNEBENCH_WORKER_TEST", timeout_s=60) == "when made"
+        worker.restart()
+        assert worker.call("TUNEBENCH_WORKER_TEST", timeout_s=60) == "when made"
+    finally:
+        worker.close()
 
 
 def test_worker_survives_crash_and_hang():

@@ -1,7 +1,8 @@
 """Replaceable worker processes that serve requests over a pipe, so that a crash or a hang costs one request.
 
-Workers are started with the `spawn` method: a forked child would inherit the parent's CUDA state. On Linux a worker
-dies with the process that started it, however that process dies.
+Workers are forked from a server process (`forkserver`) that has imported the heavy modules once and never touches
+CUDA; where there is none, they are spawned. Never forked from their parent, which may hold a CUDA context. On Linux a
+worker dies with the process that started it, however that process dies.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import multiprocessing.connection
 import os
 import signal
 import sys
+import threading
 import time
 from typing import AbstractSet, Any, Callable, Iterable
 
 Handler = Callable[[Any], Any]
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when the thread that started it ends
+START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+_CONTEXT = multiprocessing.get_context(START_METHOD)
 
 
 class WorkerDied(RuntimeError):
@@ -39,11 +43,52 @@ def end_with_parent(parent: int, signal_number: int = signal.SIGKILL) -> None:
         os._exit(128 + signal_number)
 
 
+def start_worker_server(preload: Iterable[str] = (), wait: bool = False) -> float:
+    """Start the server that workers are forked from, importing the modules `preload` there once (torch and Triton take
+    seconds to import: each spawned worker paid them); with `wait`, until it has, returning the seconds waited. Where
+    the server runs already, it stays as it is: its workers import the modules it lacks themselves. Where there is no
+    `forkserver` start method, nothing: workers are spawned."""
+    if START_METHOD != "forkserver":
+        return 0.0
+    from multiprocessing import forkserver
+
+    started = time.monotonic()
+    # The main script first (a child would otherwise import it itself), guarded by `if __name__ == "__main__"`.
+    _CONTEXT.set_forkserver_preload(["__main__", *sorted(set(preload))])
+    forkserver.ensure_running()
+    if wait:  # the server forks its first child once its imports are done
+        probe = _CONTEXT.Process(target=_nothing, name="worker-server-probe")
+        probe.start()
+        probe.join()
+    return time.monotonic() - started
+
+
+def _nothing() -> None:
+    pass
+
+
+def _end_with_starter() -> None:
+    """Have this worker die with the process that started it, however that ends: a thread exits the worker when the
+    starter's end shows on its sentinel; a spawned worker also has the kernel signal it when its parent ends. (A forked
+    worker's parent is the fork server, which every worker it forked keeps alive.)"""
+    starter = multiprocessing.parent_process()
+    if starter is None:
+        return
+    if os.getppid() == starter.pid:
+        end_with_parent(starter.pid)
+    threading.Thread(target=_exit_when_ended, args=(starter.sentinel,), name="end-with-starter", daemon=True).start()
+
+
+def _exit_when_ended(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(128 + signal.SIGKILL)
+
+
 def _serve(connection: multiprocessing.connection.Connection, make_handler: Callable[[], Handler],
-           cpus: AbstractSet[int] | None) -> None:
-    parent = multiprocessing.parent_process()
-    if parent is not None:  # a compile or a timing left running would go on for a parent that is gone
-        end_with_parent(parent.pid)
+           cpus: AbstractSet[int] | None, environment: dict[str, str]) -> None:
+    _end_with_starter()  # a compile or a timing left running would go on for a parent that is gone
+    os.environ.clear()  # a forked worker has the server's environment, as it was when the server started
+    os.environ.update(environment)
     if cpus:
         os.sched_setaffinity(0, cpus)
     handler = make_handler()
@@ -59,8 +104,9 @@ def _serve(connection: multiprocessing.connection.Connection, make_handler: Call
 
 class Worker:
     """A long-lived child process running `make_handler()` once, then answering one request at a time; with `cpus`,
-    the process runs on those CPU cores only. Start workers from a thread that outlives them (the main thread): on
-    Linux a worker is killed when the thread that started it ends."""
+    the process runs on those CPU cores only. It runs with the environment this process had when the worker was made
+    (restarts included). It dies with the process that made it; a spawned one (no fork server) also with the thread
+    that made it: make workers from the main thread."""
 
     def __init__(self, make_handler: Callable[[], Handler], name: str = "worker",
                  cpus: AbstractSet[int] | None = None) -> None:
@@ -68,13 +114,13 @@ class Worker:
         self.name = name
         self.cpus = frozenset(cpus) if cpus else None
         self.restarts = 0
+        self.environment = dict(os.environ)
         self._start()
 
     def _start(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        self.connection, child_end = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child_end, self._make_handler, self.cpus), name=self.name,
-                                       daemon=True)
+        self.connection, child_end = _CONTEXT.Pipe()
+        self.process = _CONTEXT.Process(target=_serve, args=(child_end, self._make_handler, self.cpus, self.environment),
+                                        name=self.name, daemon=True)
         self.process.start()
         child_end.close()
         self.busy_since: float | None = None
