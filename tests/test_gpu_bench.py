@@ -56,6 +56,8 @@ def bench(monkeypatch):
     monkeypatch.setattr(live, "CompilePool", RecordingPool)
     monkeypatch.setattr(live, "Worker", AnsweringTimer)
     monkeypatch.setattr(live, "close_all", lambda workers: None)
+    monkeypatch.setattr(live, "start_worker_server", lambda modules: 0.0)
+    monkeypatch.setattr(live, "device_target", lambda: "sm_90 stand-in")
     compiles = []
 
     def make(kernel, **kwargs):

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from tunebench.kernels import get_kernel, launch_parameters
+from tunebench.measure.cross_compile import compile_for, device_target
 from tunebench.measure.result import Result, Status
 from tunebench.measure.timing import TimingPolicy
-from tunebench.measure.workers import Worker, WorkerDied, WorkerTimedOut, close_all, wait_any
+from tunebench.measure.workers import (START_METHOD, Worker, WorkerDied, WorkerTimedOut, close_all,
+                                       start_worker_server, wait_any)
 
 Shape = tuple[int, ...]
 
@@ -37,7 +39,7 @@ class CompileOutcome:
 
 
 # --------------------------------------------------------------------------------------------
-# Worker-side handlers (run in child processes; module-level so that `spawn` can pickle them)
+# Worker-side handlers (run in child processes; module-level so that they pickle)
 # --------------------------------------------------------------------------------------------
 
 def _short_error(error: BaseException) -> str:
@@ -52,7 +54,9 @@ def _classify_compile_error(error: BaseException) -> Status:
     return Status.COMPILE_ERROR
 
 
-def _compile_handler(kernel_name: str, dtype: str) -> Callable[[tuple], CompileOutcome]:
+def _compile_handler(kernel_name: str, dtype: str, target: Any) -> Callable[[tuple], CompileOutcome]:
+    if target is not None:
+        compile_for(target)
     kernel = get_kernel(kernel_name)
 
     def handle(request: tuple) -> CompileOutcome:
@@ -169,13 +173,14 @@ class CorePlan:
 
 
 class CompilePool:
-    """Compiles (config, shape) pairs on `workers` processes; a compile that outlives the timeout is killed."""
+    """Compiles (config, shape) pairs on `workers` processes; a compile that outlives the timeout is killed. With a
+    `target` (`cross_compile.device_target()`) the workers compile for it without CUDA; without one, for their GPU."""
 
     def __init__(self, kernel_name: str, dtype: str, workers: int, timeout_s: float,
-                 cpus: frozenset[int] | None = None) -> None:
+                 cpus: frozenset[int] | None = None, target: Any = None) -> None:
         if workers < 1:
             raise ValueError(f"compile workers must be >= 1, got {workers}")
-        make = functools.partial(_compile_handler, kernel_name, dtype)
+        make = functools.partial(_compile_handler, kernel_name, dtype, target)
         self.workers = [Worker(make, name=f"compile-{i}", cpus=cpus) for i in range(workers)]
         self.timeout_s = timeout_s
 
@@ -214,8 +219,17 @@ class CompilePool:
         close_all(self.workers)
 
 
+def worker_modules(kernel: str) -> tuple[str, ...]:
+    """The modules a bench's workers import: the worker server imports them once for all (`start_worker_server`)."""
+    return ("torch", "triton", get_kernel(kernel).__name__, __name__)
+
+
 class GpuBench:
     """Compile workers and one timing worker for a kernel family and dtype, shared across shapes.
+
+    Only the timing worker starts CUDA: the compile workers compile for this process's GPU target (`cross_compile`).
+    Workers are forked from a server that imports `worker_modules(kernel)` once; started here, it delays the first
+    bench of a process by that import, unless `start_worker_server` started it earlier.
 
     On a machine of 4 or more cores the timing worker gets a core of its own (`CorePlan`); the compile workers and
     this process are confined to the others until `close`.
@@ -243,9 +257,14 @@ class GpuBench:
         self._affinity = os.sched_getaffinity(0)
         if self.cores.shared:
             os.sched_setaffinity(0, self.cores.shared)
-        self.compile_pool = CompilePool(kernel, dtype, self.compile_workers, compile_timeout_s, self.cores.shared)
+        start_worker_server(worker_modules(kernel))
+        # The timing worker first: its CUDA start-up, the longest, runs while the target is found and the compile
+        # workers start.
         self.timer = Worker(functools.partial(_timing_handler, kernel, dtype, timing, seed), name="timing",
                             cpus=self.cores.timing)
+        self.target = device_target()
+        self.compile_pool = CompilePool(kernel, dtype, self.compile_workers, compile_timeout_s, self.cores.shared,
+                                        self.target)
         self._preparing = False  # a `prepare` request is in flight on the timing worker
         launch = launch_parameters(kernel)
         self._binary_positions = [i for i, name in enumerate(self.space.names) if name not in launch]
@@ -370,7 +389,8 @@ class GpuBench:
             "memory_gib": round(properties.total_memory / 2**30, 1), "driver": driver, "cuda": torch.version.cuda,
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
             "kernel_source_sha256": hashlib.sha256(inspect.getsource(self.kernel).encode()).hexdigest()[:16],
-            "host_cpus": os.cpu_count(), "compile_workers": self.compile_workers,
+            "host_cpus": os.cpu_count(), "compile_workers": self.compile_workers, "worker_start": START_METHOD,
+            "compile_target": str(self.target),
             "timing_core": sorted(self.cores.timing) if self.cores.timing else "shared", "timing": self.timing.describe(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join(command),
