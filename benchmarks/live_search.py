@@ -116,8 +116,13 @@ def main() -> int:
     except ValueError as error:
         parser.error(str(error))
 
-    from tunebench.measure.live import GpuBench, LiveEvaluator
+    from tunebench.measure.live import GpuBench, LiveEvaluator, worker_modules
+    from tunebench.measure.workers import start_worker_server
     from tunebench.predict import load_predictor
+
+    # Every strategy's workers are forked from one server, started before any clock: the first strategy would
+    # otherwise pay its imports alone.
+    print(f"worker server ready in {start_worker_server(worker_modules(args.kernel), wait=True):.1f} s", flush=True)
 
     predictor = load_predictor(args.predictor, kernel=args.kernel) if args.predictor is not None else None
     for shape in shapes:
