@@ -1,6 +1,7 @@
 """Worker processes: a crash or a hang costs one request and the worker comes back; a pool closes within one timeout,
 and a worker dies with the process that started it."""
 
+import json
 import os
 import subprocess
 import sys
@@ -106,3 +107,33 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_the_server_imports_what_the_main_script_imports_so_a_worker_does_not(tmp_path):
+    """Each worker runs the main script again; the server has imported the modules the script's names come from, so
+    that costs the worker no imports (a benchmark importing pandas, scikit-learn and optuna cost each of 15 workers
+    2 to 3 s)."""
+    log = tmp_path / "imported_by.txt"
+    (tmp_path / "counted.py").write_text(f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\n")
+    script = tmp_path / "script.py"
+    script.write_text(f"""
+import json, sys
+sys.path[:0] = [{str(tmp_path)!r}, {str(Path(__file__).resolve().parent)!r}]
+from pathlib import Path
+import counted
+from test_workers import _toy_handler
+from tunebench.measure.workers import Worker, main_script_modules, start_worker_server
+
+if __name__ == "__main__":
+    start_worker_server(wait=True)
+    worker = Worker(_toy_handler)
+    assert worker.call(1, timeout_s=60) == 2
+    print(json.dumps({{"modules": sorted(main_script_modules()), "worker": worker.process.pid}}))
+    worker.close()
+""")
+    completed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    answer = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert {"counted", "json", "sys", "pathlib", "test_workers", "tunebench.measure.workers"} <= set(answer["modules"])
+    importers = log.read_text().split()
+    assert str(answer["worker"]) not in importers and len(importers) == 2  # this script, then the server

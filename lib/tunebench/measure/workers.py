@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import time
+from types import ModuleType
 from typing import AbstractSet, Any, Callable, Iterable
 
 Handler = Callable[[Any], Any]
@@ -44,23 +45,49 @@ def end_with_parent(parent: int, signal_number: int = signal.SIGKILL) -> None:
 
 
 def start_worker_server(preload: Iterable[str] = (), wait: bool = False) -> float:
-    """Start the server that workers are forked from, importing the modules `preload` there once (torch and Triton take
-    seconds to import: each spawned worker paid them); with `wait`, until it has, returning the seconds waited. Where
-    the server runs already, it stays as it is: its workers import the modules it lacks themselves. Where there is no
+    """Start the server that workers are forked from, importing there once the modules `preload` and those of the main
+    script (`main_script_modules`): torch and Triton take seconds to import, which each spawned worker paid. With
+    `wait`, wait until it has, returning the seconds waited. Where the server runs already, it stays as it is: its
+    workers import the modules it lacks themselves. Nothing the server imports may start CUDA. Where there is no
     `forkserver` start method, nothing: workers are spawned."""
     if START_METHOD != "forkserver":
         return 0.0
     from multiprocessing import forkserver
 
     started = time.monotonic()
-    # The main script first (a child would otherwise import it itself), guarded by `if __name__ == "__main__"`.
-    _CONTEXT.set_forkserver_preload(["__main__", *sorted(set(preload))])
-    forkserver.ensure_running()
+    _CONTEXT.set_forkserver_preload(sorted({*preload, *main_script_modules()}))
+    # Python passes the server this process's sys.path but never applies it: PYTHONPATH carries it instead.
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(entry for entry in sys.path if entry)
+    try:
+        forkserver.ensure_running()
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
     if wait:  # the server forks its first child once its imports are done
         probe = _CONTEXT.Process(target=_nothing, name="worker-server-probe")
         probe.start()
         probe.join()
     return time.monotonic() - started
+
+
+def main_script_modules() -> set[str]:
+    """The modules the main script's top-level names come from, and the main module where it was run by name. Every
+    worker runs the main script again (as `__mp_main__`, guarded by `if __name__ == "__main__"`), which takes as long
+    as its imports unless the server has imported them. (`forkserver`'s own `__main__` preload never takes effect:
+    Python does not pass the server the script's path.)"""
+    main = sys.modules.get("__main__")
+    if main is None or not getattr(main, "__file__", None):  # an interactive session: workers import no main
+        return set()
+    spec = getattr(main, "__spec__", None)
+    names = {spec.name} if spec is not None else set()
+    for value in vars(main).values():
+        name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
+        if isinstance(name, str) and name in sys.modules and not name.startswith("_"):
+            names.add(name)
+    return names - {"builtins"}
 
 
 def _nothing() -> None:
