@@ -32,7 +32,8 @@ def test_live_runs_lists_every_tma_trace_once():
     runs = fidelity.live_runs(LIVE)
     paths = [path for _, _, path in runs]
     assert len(paths) == len(set(paths)) == len(list(LIVE.rglob("h200_matmul_tma_*.parquet")))
-    assert {setup for setup, _, _ in runs} == {"set-up first", OVERLAPPED, "set-up overlapped, 2-GPU host"}
+    assert {setup for setup, _, _ in runs} == {"set-up first", OVERLAPPED, "set-up overlapped, 2-GPU host",
+                                               "workers forked", "set-up overlapped, beside the forked runs"}
     assert all(path.name.endswith(f"{shape}.parquet") for _, shape, path in runs)
 
 
@@ -97,4 +98,4 @@ def test_a_trace_the_sweep_cannot_answer_is_an_error(tmp_path, sweep):
 def test_the_figure_has_a_panel_per_clock(sitting_4096):
     figure = fidelity.plot_replay_against_live(sitting_4096, set())
     assert [ax.get_title() for ax in figure.axes] == ["sequential clock", "pipelined clock"]
-    assert len(figure.axes[1].collections) == 4  # later batches of two hosts, first batches of two set-ups
+    assert len(figure.axes[1].collections) == 5  # later batches of two hosts, first batches of three kinds of set-up

@@ -35,11 +35,15 @@ HELION_4096 = {"Helion quick effort": (20.0, 0.71), "Helion LFBO": (180.0, 1.0)}
 BEFORE = "set-up first"  # stop 49, one H200: worker start-up and the cuBLAS measurement, then the search
 OVERLAPPED = "set-up overlapped"  # stop 50, one H200: the workers start as the search does, cuBLAS after it
 OVERLAPPED_TWO_GPU = "set-up overlapped, 2-GPU host"  # the same, on GPU 0 and 16 of the 32 cores of a 2 x H200 host
+# stop 52, one H200: the workers forked from a server started before the clock, the compile workers without CUDA
+FORKED = "workers forked"
+BESIDE_FORKED = f"{OVERLAPPED}, beside the forked runs"  # 69beb4c (spawned workers), run in turn with FORKED
 # Where each set-up's live runs lie under the live folder: the folder of its sitting's traces of every shape (None: it
-# has none), and the folder of its repeated runs at one shape (seed<N>/ for a strategy's other seeds, <names>/ for
-# other strategies).
+# has none), and the folder of its repeated runs at one shape ([<strategy>_]seed<N>/ for a strategy's seeds, <names>/
+# for other strategies).
 RUNS = {BEFORE: ("", "repeats"), OVERLAPPED: ("overlapped", "overlapped/repeats"),
-        OVERLAPPED_TWO_GPU: (None, "overlapped/two_gpu_host")}
+        OVERLAPPED_TWO_GPU: (None, "overlapped/two_gpu_host"), FORKED: (None, "forked/this_code"),
+        BESIDE_FORKED: (None, "forked/commit_69beb4c")}
 
 
 def sweep_table(dataset_path: Path) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
@@ -138,10 +142,16 @@ def repeat_traces(live: Path, shape: str = "4096x4096x4096") -> list[tuple[str, 
         if sitting is not None:
             traces.append((setup, 0, live / sitting / stem))
         runs = sorted(live.glob(f"{repeats}/*/{stem}"))
-        traces += sorted((setup, int(path.parent.name.removeprefix("seed")), path)
-                         for path in runs if path.parent.name.startswith("seed"))
-        traces += [(setup, None, path) for path in runs if not path.parent.name.startswith("seed")]
+        seeded = [path for path in runs if _seed_of(path.parent.name) is not None]
+        traces += sorted((setup, _seed_of(path.parent.name), path) for path in seeded)
+        traces += [(setup, None, path) for path in runs if path not in seeded]
     return traces
+
+
+def _seed_of(folder: str) -> int | None:
+    """N of a run folder named seed<N> or <strategy>_seed<N>; None for any other name."""
+    tail = folder.rsplit("_", 1)[-1]
+    return int(tail.removeprefix("seed")) if tail.startswith("seed") and tail[4:].isdigit() else None
 
 
 def repeats_table(live: Path, shape: str = "4096x4096x4096") -> pd.DataFrame:
@@ -301,7 +311,7 @@ def plot_repeats_against_vendor(live: Path = LIVE, shape: str = "4096x4096x4096"
     traces = pd.concat([pd.read_parquet(path).assign(run=str(path), setup=setup)
                         for setup, _, path in repeat_traces(live, shape)], ignore_index=True)
     colors = strategy_colors(list(dict.fromkeys(traces.strategy)))
-    styles = {BEFORE: "-", OVERLAPPED: "--", OVERLAPPED_TWO_GPU: ":"}
+    styles = {BEFORE: "-", OVERLAPPED: "--", OVERLAPPED_TWO_GPU: ":", FORKED: "-.", BESIDE_FORKED: (0, (1, 3))}
     figure, ax = plt.subplots(figsize=(9.5, 4.2), layout="constrained")
     for (run, strategy), trace in traces.groupby(["run", "strategy"], sort=False):
         ax.step(trace.time_s + trace.setup_s, trace.vendor_ms.iloc[0] / trace.best_ms, where="post",

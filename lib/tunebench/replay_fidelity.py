@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter
 
-from tunebench.gemm_kernels import LIVE_SHAPES, OVERLAPPED, RUNS, SECONDS_TICKS, repeat_traces
+from tunebench.gemm_kernels import FORKED, LIVE_SHAPES, OVERLAPPED, RUNS, SECONDS_TICKS, repeat_traces
 from tunebench.measure.dataset import Dataset, extension_files, load_dataset
 from tunebench.measure.replay import CLOCKS
 from tunebench.plots import shown_path
@@ -153,16 +153,18 @@ def residuals_summary(residuals: pd.DataFrame, startup_s: float) -> pd.DataFrame
 
 def plot_replay_against_live(batches: pd.DataFrame, other_host: set[str]) -> Figure:
     """Per replay clock, each batch's live seconds against its replayed seconds (log-log, the diagonal where they
-    agree): first batches apart, as they hold the start-up where the clock starts with the workers, and later batches
-    by the host their sweep rows were recorded on."""
+    agree): first batches apart, as they hold the start-up where the clock starts with the workers (spawned, or forked
+    from a server started before it), and later batches by the host their sweep rows were recorded on."""
     figure, axes = plt.subplots(1, len(CLOCKS), figsize=(10, 4.4), layout="constrained", sharex=True, sharey=True)
     first = batches.batch == 1
     overlapped = batches["set-up"].str.startswith(OVERLAPPED)
+    forked = batches["set-up"] == FORKED
     elsewhere = batches["shape"].isin(other_host)
     groups = [("later batches, sweep rows from the base file's host", ~first & ~elsewhere, "o", "tab:blue"),
               ("later batches, sweep rows from another host (an extension)", ~first & elsewhere, "o", "tab:orange"),
-              ("first batches, set-up first", first & ~overlapped, "^", "tab:green"),
-              ("first batches, clock starts with the workers", first & overlapped, "s", "tab:red")]
+              ("first batches, set-up first", first & ~overlapped & ~forked, "^", "tab:green"),
+              ("first batches, clock starts with spawned workers", first & overlapped, "s", "tab:red"),
+              ("first batches, clock starts with forked workers", first & forked, "D", "tab:purple")]
     for ax, clock in zip(axes, CLOCKS):
         for label, rows, marker, color in groups:
             ax.scatter(batches.loc[rows, f"{clock} s"], batches.loc[rows, "live s"], s=14, marker=marker,
