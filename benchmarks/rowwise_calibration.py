@@ -63,7 +63,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # --------------------------------------------------------------------------------------------
-# Worker side (module-level, so that spawn can pickle it)
+# Worker side (module-level, so that it pickles)
 # --------------------------------------------------------------------------------------------
 
 def _calibration_handler() -> Callable[[tuple[str, dict[str, Any]]], dict[str, Any]]:
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"{len(jobs)} compiles on {arguments.workers} workers", flush=True)
     with tempfile.TemporaryDirectory(prefix="triton-cache-") as cache:
-        os.environ["TRITON_CACHE_DIR"] = cache  # spawned workers inherit it: every compile is a real one
+        os.environ["TRITON_CACHE_DIR"] = cache  # workers made from now on run with it: every compile is a real one
         compiled = compile_all([jobs[i] for i in order], arguments.workers, arguments.timeout_s, progress)
     by_job = dict(zip(order, compiled))
     records = [by_job[i] for i in range(len(jobs))]

@@ -52,7 +52,7 @@ replay_seeds = 5
 replay_seconds = 60.0  # simulated seconds per replayed run
 replay_workers = 2
 replay_clock = "sequential"  # or "pipelined": compiles overlap timing, as the live bench does ("Replay against live")
-replay_startup_s = 0.0  # seconds before the first batch, the start-up a live run pays (10.86 s measured on an H200)
+replay_startup_s = 0.0  # seconds before the first batch a live run pays (H200: 10.86 s spawned, about 2 s forked)
 rounds = "results/matmul_tma/rounds_h200.csv"  # benchmarks/tma_rounds.py's re-timing of the sweep's top configs
 
 # %%
@@ -115,8 +115,9 @@ plot_live_against_vendor(live_dir);
 # ## Every live run of the TMA kernel at 4096^3
 # With the set-up first (stop 49): LFBO on five seeds, and pattern and random search, each after its worker start-up
 # and cuBLAS measurement. With the set-up overlapped (stop 50): the sitting above and quick LFBO on four more seeds,
-# and LFBO on five seeds on a two-H200 host. A row per set-up and strategy gives the medians over its seeds; the
-# figure counts the set-up in every run's seconds.
+# and LFBO on five seeds on a two-H200 host. With the workers forked from a server started before the clock (stop
+# 52): quick LFBO on four seeds, each run in turn with the spawned workers of before, and LFBO on three. A row per
+# set-up and strategy gives the medians over its seeds; the figure counts the set-up in every run's seconds.
 
 # %%
 display(table_style(repeats_table(live_dir)))
