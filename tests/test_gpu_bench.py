@@ -1,6 +1,7 @@
 """GpuBench's bookkeeping without a GPU: a binary is compiled once, however many configs of it are asked, and when."""
 
 import pytest
+import torch
 
 from tunebench.kernels import matmul, matmul_tma
 from tunebench.measure import live
@@ -149,3 +150,12 @@ def test_the_timing_worker_prepares_a_shape_and_then_times_it():
         gpu.prepare((256, 256, 256))
         vendor = gpu.measure_vendor((256, 256, 256))
     assert vendor.ok and vendor.latency_ms > 0
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+def test_a_bench_without_a_gpu_says_so_and_leaves_no_worker_running():
+    import multiprocessing
+
+    with pytest.raises(RuntimeError, match="GpuBench needs a CUDA GPU"):
+        live.GpuBench("matmul", "bfloat16", compile_workers=1)
+    assert not [child for child in multiprocessing.active_children() if child.name == "timing"]

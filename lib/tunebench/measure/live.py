@@ -262,7 +262,12 @@ class GpuBench:
         # workers start.
         self.timer = Worker(functools.partial(_timing_handler, kernel, dtype, timing, seed), name="timing",
                             cpus=self.cores.timing)
-        self.target = device_target()
+        try:
+            self.target = device_target()
+        except Exception as error:  # no GPU: leave nothing running
+            close_all([self.timer])
+            os.sched_setaffinity(0, self._affinity)
+            raise RuntimeError(f"GpuBench needs a CUDA GPU; Triton found none ({error})") from error
         self.compile_pool = CompilePool(kernel, dtype, self.compile_workers, compile_timeout_s, self.cores.shared,
                                         self.target)
         self._preparing = False  # a `prepare` request is in flight on the timing worker
