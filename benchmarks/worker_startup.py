@@ -95,8 +95,8 @@ def main() -> int:
                 return 1
             for row in json.loads(completed.stdout.strip().splitlines()[-1]):
                 rows.append({"library": label, "repeat": repeat, **row})
-                print(f"[{repeat + 1}/{args.repeats}] {label}, {row['bench']}: first result {row['first_result_s']:.2f} s, "
-                      f"batch {row['batch_s']:.2f} s", flush=True)
+                print(f"[{repeat + 1}/{args.repeats}] {label}, {row['bench']}: first result "
+                      f"{row['first_result_s']:.2f} s, batch {row['batch_s']:.2f} s", flush=True)
     frame = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = frame.gpu.iloc[0].split()[-1].lower()
@@ -109,8 +109,8 @@ def main() -> int:
     text = (f"# Live bench start-up, {args.kernel} {args.shape} on {frame.gpu.iloc[0]}\n\n"
             f"Command: `{' '.join(command)}` (torch {frame.torch.iloc[0]}, Triton {frame.triton.iloc[0]}, "
             f"{frame.compile_workers.iloc[0]} compile workers, {args.repeats} fresh processes per library, alternating)"
-            f"\n\nSeconds from making the bench; a first batch of {args.batch} distinct configs, each bench from a cold "
-            "Triton cache; first_compiles_s: the median compile seconds of the first "
+            f"\n\nSeconds from making the bench; a first batch of {args.batch} distinct configs, each bench from a "
+            "cold Triton cache; first_compiles_s: the median compile seconds of the first "
             f"{frame.compile_workers.iloc[0]} results (one per worker, its first compile); medians over the "
             "processes:\n\n" + markdown_table(medians) + "\n")
     from tunebench.files import write_text_atomically

@@ -146,8 +146,8 @@ class Worker:
 
     def _start(self) -> None:
         self.connection, child_end = _CONTEXT.Pipe()
-        self.process = _CONTEXT.Process(target=_serve, args=(child_end, self._make_handler, self.cpus, self.environment),
-                                        name=self.name, daemon=True)
+        arguments = (child_end, self._make_handler, self.cpus, self.environment)
+        self.process = _CONTEXT.Process(target=_serve, args=arguments, name=self.name, daemon=True)
         self.process.start()
         child_end.close()
         self.busy_since: float | None = None
