@@ -22,6 +22,10 @@ from typing import Any
 
 import pandas as pd
 
+from tunebench.collect import parse_shapes
+from tunebench.files import write_text_atomically
+from tunebench.tables import markdown_table
+
 BENCHES = ("first in its process", "later in its process")
 
 
@@ -72,7 +76,15 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("results/worker_startup"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    shape = tuple(int(part) for part in args.shape.split("x"))
+    try:
+        shapes = parse_shapes(args.shape, 3)
+    except ValueError as error:
+        parser.error(f"--shape: {error}")
+    if len(shapes) != 1:
+        parser.error(f"--shape takes one MxNxK, got {len(shapes)}: {args.shape}")
+    shape = shapes[0]
+    if args.batch < 1 or args.repeats < 1:
+        parser.error(f"--batch and --repeats must be >= 1, got {args.batch} and {args.repeats}")
     if args.child:
         print(json.dumps(child(args.kernel, shape, args.batch, args.seed)))
         return 0
@@ -100,12 +112,10 @@ def main() -> int:
     frame = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = frame.gpu.iloc[0].split()[-1].lower()
-    frame.to_csv(args.out / f"{stem}.csv", index=False)
+    write_text_atomically(args.out / f"{stem}.csv", frame.to_csv(index=False))
     medians = (frame.groupby(["library", "bench"], sort=False)
                [["made_s", "first_result_s", "batch_s", "first_compiles_s", "median_compile_s", "first_bench_s"]]
                .median().round(2).reset_index())
-    from tunebench.tables import markdown_table
-
     text = (f"# Live bench start-up, {args.kernel} {args.shape} on {frame.gpu.iloc[0]}\n\n"
             f"Command: `{' '.join(command)}` (torch {frame.torch.iloc[0]}, Triton {frame.triton.iloc[0]}, "
             f"{frame.compile_workers.iloc[0]} compile workers, {args.repeats} fresh processes per library, alternating)"
@@ -113,8 +123,6 @@ def main() -> int:
             "cold Triton cache; first_compiles_s: the median compile seconds of the first "
             f"{frame.compile_workers.iloc[0]} results (one per worker, its first compile); medians over the "
             "processes:\n\n" + markdown_table(medians) + "\n")
-    from tunebench.files import write_text_atomically
-
     write_text_atomically(args.out / f"{stem}.md", text)
     print(text)
     return 0
