@@ -23,6 +23,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
+from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
 from tunebench.measure.replay import ReplayEvaluator
@@ -337,7 +338,7 @@ def main() -> int:
         runs = pd.DataFrame(list(tqdm(pool.map(search_run, *zip(*jobs), chunksize=4), total=len(jobs),
                                       desc="warm-start searches", unit="run", mininterval=5.0)))
     search_s = time.perf_counter() - search_started
-    runs.to_csv(args.out / "warm_start.csv", index=False)
+    write_text_atomically(args.out / "warm_start.csv", runs.to_csv(index=False))
     warm_rows = []
     for (strategy, variant), group in runs.groupby(["strategy", "variant"], sort=False):
         values = group["evals_to_target"].to_numpy()
@@ -384,7 +385,7 @@ def main() -> int:
     for (strategy, variant), group in runs.groupby(["strategy", "variant"], sort=False):
         medians = group.groupby(["M", "N", "K"])["evals_to_target"].median()
         per_shape[f"{strategy}_{variant}_evals_to_{TARGET}"] = [medians.get(s, math.nan) for s in shapes]
-    per_shape.to_csv(args.out / "per_shape.csv", index=False)
+    write_text_atomically(args.out / "per_shape.csv", per_shape.to_csv(index=False))
 
     # -- transfer to a second GPU: the deployed settings (tuned on this GPU's shapes), scored on the other's -------
     if args.transfer_dataset.is_file():
@@ -393,7 +394,7 @@ def main() -> int:
         print(f"transfer to {target.gpu}", flush=True)
         with threadpool_limits(args.workers):
             transfer = transfer_efficiency(data, target, replace(settings, models=1), TRANSFER_ADDED_SHAPES, N_SPLITS)
-        transfer.to_csv(args.out / "transfer.csv", index=False)
+        write_text_atomically(args.out / "transfer.csv", transfer.to_csv(index=False))
         order = [SOURCE_ONLY, *(f"source + {k} target shapes" for k in TRANSFER_ADDED_SHAPES if k), TARGET_ONLY]
         transfer_rows = []
         for variant in order:
@@ -589,9 +590,7 @@ the ablation that separates the seeds from the smaller population.
 
 {transfer_text}
 """
-    temporary = args.out / "summary.md.tmp"
-    temporary.write_text(text)
-    os.replace(temporary, args.out / "summary.md")
+    write_text_atomically(args.out / "summary.md", text)
     print(text)
     print(json.dumps({"selected": summarize_efficiency(tables[SELECTED])}))
     return 0

@@ -94,7 +94,7 @@ def measure(args: argparse.Namespace) -> None:
     with GpuBench("matmul", "bfloat16") as bench:
         provenance = journal.with_suffix(".provenance.json")
         if not provenance.exists():
-            provenance.write_text(json.dumps(bench.provenance(["python3", *sys.argv]), indent=1))
+            write_text_atomically(provenance, json.dumps(bench.provenance(["python3", *sys.argv]), indent=1))
         new_file = not journal.exists()
         with journal.open("a") as out:
             if new_file:

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from tunebench.collect import parse_shapes
-from tunebench.files import write_text_atomically
+from tunebench.files import write_parquet_atomically, write_text_atomically
 from tunebench.kernels import get_kernel
 from tunebench.live_traces import across_shapes, summary_rows
 from tunebench.measure.dataset import PARQUET_OPTIONS
@@ -149,10 +149,9 @@ def main() -> int:
             print(name, "x".join(map(str, shape)), f"best {trace.best_ms.min():.4f} ms, cuBLAS {vendor_ms:.4f} ms",
                   flush=True)
         frame = pd.concat(traces, ignore_index=True)
-        args.out.mkdir(parents=True, exist_ok=True)
         kernel = "" if args.kernel == "matmul" else f"{args.kernel}_"
         stem = f"{provenance['gpu_name'].split()[1].lower()}_{kernel}{args.dtype}_{'x'.join(map(str, shape))}"
-        frame.to_parquet(args.out / f"{stem}.parquet", index=False, **PARQUET_OPTIONS)
+        write_parquet_atomically(frame, args.out / f"{stem}.parquet", **PARQUET_OPTIONS)
         warm = (f" Warm starts measure the top {args.warm_k} configs of `{args.predictor}` first."
                 if predictor is not None else "")
         text = (f"# Live search, {args.dtype} GEMM ({args.kernel}) {'x'.join(map(str, shape))} on "

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tunebench.files import write_text_atomically
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -74,10 +76,7 @@ def main() -> int:
                 "vendor_ms": vendor.latency_ms,
             },
         }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = args.out.with_suffix(".tmp")
-    temporary.write_text(json.dumps(report, indent=2))
-    os.replace(temporary, args.out)
+    write_text_atomically(args.out, json.dumps(report, indent=2))
     print(json.dumps({k: v for k, v in report.items() if k != "provenance"}, indent=2))
     return 0
 

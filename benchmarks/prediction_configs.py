@@ -7,11 +7,11 @@ Run: `.venv/bin/python benchmarks/prediction_configs.py` (writes results/dataset
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
+from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
 
@@ -36,9 +36,7 @@ def main() -> int:
             break
         chosen.setdefault(space.key(config), config)
     out = Path("results/datasets/matmul_prediction_configs.json")
-    temporary = out.with_suffix(".tmp")
-    temporary.write_text(json.dumps(sorted(chosen.values(), key=space.key), indent=0))
-    os.replace(temporary, out)
+    write_text_atomically(out, json.dumps(sorted(chosen.values(), key=space.key), indent=0))
     print(f"{len(chosen)} configs ({top} among the {TOP_PER_SHAPE} fastest of some recorded shape) -> {out}")
     return 0
 

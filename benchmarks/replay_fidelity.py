@@ -68,7 +68,7 @@ def main() -> int:
 
     dataset = open_dataset(args.dataset)
     batches = fidelity_table(runs, dataset)
-    batches.to_csv(args.out / "batches.csv", index=False, float_format="%.4g")
+    write_text_atomically(args.out / "batches.csv", batches.to_csv(index=False, float_format="%.4g"))
     other_host = recorded_on_another_host(dataset, args.dataset)
     residuals = first_batch_residuals(batches)
     startup_s = calibrated_startup_s(residuals)
@@ -77,7 +77,7 @@ def main() -> int:
     trace = run_study(STRATEGIES, tasks_of(args.dataset), range(args.seeds), Budget(seconds=args.seconds),
                       args.out / "replay.parquet", workers=args.workers, clock="pipelined", startup_s=startup_s)
     by_seed = replay_by_seed(trace, args.dataset)
-    by_seed.to_csv(args.out / "replay_by_seed.csv", index=False, float_format="%.4g")
+    write_text_atomically(args.out / "replay_by_seed.csv", by_seed.to_csv(index=False, float_format="%.4g"))
     side_by_side = live_against_replay(repeats_table(args.live), by_seed, startup_s)
 
     text = "\n\n".join([

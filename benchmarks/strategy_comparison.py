@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tunebench.files import write_text_atomically
 from tunebench.measure.replay import CLOCKS
 from tunebench.metrics import median_ci_ranks, median_with_ci, summarize
 from tunebench.reclock import reclock
@@ -129,7 +130,7 @@ def main() -> int:
     seconds_columns = [column for column in pipelined if column.startswith("seconds_to_")]
     summary = summary.merge(pipelined[["strategy", "task", *seconds_columns]], on=["strategy", "task"],
                             suffixes=("", CLOCK_SUFFIX["pipelined"]), validate="one_to_one")
-    summary.to_csv(args.out / "summary_by_task.csv", index=False)
+    write_text_atomically(args.out / "summary_by_task.csv", summary.to_csv(index=False))
     command = " ".join(["python", *sys.argv])
     parts = [f"# Strategy comparison (replay)\n\nCommand: `{command}`\n\n{len(tasks)} tasks, {args.seeds} seeds, "
              f"budget {args.budget} unique evaluations, deterministic replay.",
@@ -154,9 +155,7 @@ def main() -> int:
         parts += ["## LFBO vs PatternSearch, median over seeds to reach 0.99 of optimum (inf: not reached by the "
                   "median seed within the budget)", markdown_table(lfbo_vs_pattern(summary))]
     text = "\n\n".join(parts) + "\n"
-    temporary = args.out / "summary.md.tmp"
-    temporary.write_text(text)
-    os.replace(temporary, args.out / "summary.md")
+    write_text_atomically(args.out / "summary.md", text)
     print(text)
     return 0
 

@@ -8,11 +8,11 @@ Run: `.venv/bin/python benchmarks/summarize_dataset.py results/datasets/matmul_b
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from tunebench.dataset_summary import STATUSES, best_per_shape, speedup_summary, status_shares, timing_spread
+from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import load_dataset
 from tunebench.tables import markdown_table
 
@@ -41,10 +41,7 @@ def main() -> int:
         markdown_table(best[best_columns]),
         speedup_summary(best),
     ]) + "\n"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_suffix(".tmp")
-    temporary.write_text(text)
-    os.replace(temporary, out)
+    write_text_atomically(out, text)
     print(text)
     return 0
 

@@ -38,7 +38,7 @@ def main() -> int:
     trace = run_study(STRATEGIES, tasks_of(args.dataset), range(args.seeds), Budget(seconds=args.seconds),
                       args.out / "replay.parquet", workers=args.workers)
     by_seed = replay_by_seed(trace, args.dataset)
-    by_seed.to_csv(args.out / "replay_by_seed.csv", index=False, float_format="%.4g")
+    write_text_atomically(args.out / "replay_by_seed.csv", by_seed.to_csv(index=False, float_format="%.4g"))
     live = live_table(LIVE)
     repeats = repeats_table(LIVE)
     compile_workers = open_dataset(args.dataset).provenance.get("compile_workers")

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from tunebench.files import write_parquet_atomically
 from tunebench.measure.dataset import PARQUET_OPTIONS, Dataset, load_dataset
 from tunebench.measure.result import Evaluator, Result
 from tunebench.metrics import mean_seconds_per_evaluation
@@ -199,14 +200,10 @@ def replay_run(run: Run, budget: Budget, mode: str = "deterministic", clock: str
 
 
 def _replay_to_file(run: Run, budget: Budget, mode: str, clock: str, startup_s: float, path: Path) -> Path:
-    _write_parquet(replay_run(run, budget, mode, clock, startup_s), path)
+    write_parquet_atomically(replay_run(run, budget, mode, clock, startup_s), path, **PARQUET_OPTIONS)
     return path
 
 
-def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    temporary = path.with_suffix(".tmp")
-    frame.to_parquet(temporary, index=False, **PARQUET_OPTIONS)
-    os.replace(temporary, path)
 
 
 def _reuse_trace_table(out: Path, missing: Sequence[Run], runs_dir: Path, budget: Budget) -> None:
@@ -221,7 +218,7 @@ def _reuse_trace_table(out: Path, missing: Sequence[Run], runs_dir: Path, budget
         if budget.evaluations is not None and rows["eval_index"].max() > budget.evaluations:
             raise ValueError(f"{out} holds run {run.file_name} with {rows['eval_index'].max()} evaluations, more than "
                              f"this study's budget of {budget.evaluations}: it is another study's trace table")
-        _write_parquet(rows.reset_index(drop=True), runs_dir / run.file_name)
+        write_parquet_atomically(rows.reset_index(drop=True), runs_dir / run.file_name, **PARQUET_OPTIONS)
 
 
 def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[int], budget: Budget, out: Path, *,
@@ -265,7 +262,7 @@ def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[
                     future.result()
                     bar.update(1)
     trace = pd.concat([pd.read_parquet(runs_dir / run.file_name) for run in runs], ignore_index=True)
-    _write_parquet(trace, out)
+    write_parquet_atomically(trace, out, **PARQUET_OPTIONS)
     return trace
 
 
