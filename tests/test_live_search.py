@@ -59,6 +59,8 @@ def test_the_summary_counts_evaluations_and_seconds_to_each_fraction():
     assert rows.loc["cold", first_evaluation] == 0.25 and rows.loc["cold", first_batch] == 0.5
     assert rows.loc["warm", first_evaluation] == 0.909 and rows.loc["warm", first_batch] == 0.99
     assert rows.loc["cold", "first batch s"] == 2.0 and rows.loc["warm", "first batch s"] == 2.5
+    # cold ends at 1.0, reached at 4.0 s; warm at 1.01, reached at 2.5 s (its first 1.1 is more than 1 % slower)
+    assert rows.loc["cold", "s to 0.99 of its own best"] == 4.0 and rows.loc["warm", "s to 0.99 of its own best"] == 2.5
 
     slower = trace.assign(best_ms=trace.best_ms.where(trace.strategy == "cold", 1.02)).drop(columns="setup_s")
     rows = summary_rows(slower).set_index("strategy")
@@ -81,6 +83,9 @@ def test_the_medians_over_shapes_count_a_shape_never_reached_as_the_slowest(tmp_
     assert rows.loc["cold", "median evals to 0.99 of run's best"] == 4  # 4, 4, never
     assert rows.loc["warm", "shapes within 20 evals"] == 2 and rows.loc["warm", "shapes never"] == 1
     assert rows.loc["cold", "shapes never"] == 1 and rows.loc["cold", "shapes"] == 3
+    assert rows.loc["cold", "median s to 0.99 of its own best"] == 4.0  # 4.0, 4.0, 1.0 (9.0 all along)
+    assert rows.loc["warm", "median s to 0.99 of its own best"] == 2.5  # 2.5, 1.5 (1.02 all along), 2.5
+    assert rows.loc["warm", "median search_s"] == 3.5
     assert "Command: `the command`" in text and "## shape2" in text and (tmp_path / "summary.md").read_text() == text
 
 

@@ -1,5 +1,6 @@
 """Summaries of live searches' traces (`benchmarks/live_search.py`): per strategy of one shape, the evaluations and
-wall seconds to fractions of cuBLAS's speed and of the run's best config; medians of those over shapes.
+wall seconds to fractions of cuBLAS's speed, of the run's best config and of the strategy's own best; their medians
+over shapes.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ def evaluations_reaching(trace: pd.DataFrame, reference_ms: float, fraction: flo
 def summary_rows(traces: pd.DataFrame) -> pd.DataFrame:
     """Per strategy of one shape's traces: evaluations, seconds, the best against cuBLAS; the first evaluation and the
     first batch against the best any strategy found (for a warm start: the prediction's pick and its top k), and the
-    first batch's seconds; and when each fraction of cuBLAS and FRACTION_OF_BEST of that best were first reached
-    (setup_s: NaN in traces recorded before it was kept)."""
+    first batch's seconds; and when each fraction of cuBLAS and FRACTION_OF_BEST of that best, and of the strategy's
+    own best (after which it found nothing better by more than 1 %), were first reached (setup_s: NaN in traces
+    recorded before it was kept)."""
     best_of_run = traces.best_ms.min()
     rows = []
     for name, trace in traces.groupby("strategy", sort=False):
@@ -45,7 +47,9 @@ def summary_rows(traces: pd.DataFrame) -> pd.DataFrame:
                f"evals to {FRACTION_OF_BEST} of run's best": evaluations_reaching(trace, best_of_run,
                                                                                   FRACTION_OF_BEST),
                f"s to {FRACTION_OF_BEST} of run's best": round(first_time_reaching(trace, best_of_run,
-                                                                                   FRACTION_OF_BEST), 1)}
+                                                                                   FRACTION_OF_BEST), 1),
+               f"s to {FRACTION_OF_BEST} of its own best": round(first_time_reaching(trace, best, FRACTION_OF_BEST),
+                                                                 1)}
         for fraction in FRACTIONS_OF_VENDOR:
             row[f"s to {fraction}x"] = round(first_time_reaching(trace, vendor_ms, fraction), 1)
         rows.append(row)
@@ -54,7 +58,8 @@ def summary_rows(traces: pd.DataFrame) -> pd.DataFrame:
 
 def across_shapes(summaries: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Per strategy, over shapes' `summary_rows`: the median evaluations and seconds to FRACTION_OF_BEST of each run's
-    best (a shape never reached counts as the slowest), and on how many shapes it took at most 20 evaluations."""
+    best (a shape never reached counts as the slowest), on how many shapes it took at most 20 evaluations, and the
+    median seconds to FRACTION_OF_BEST of its own best and to its end."""
     frame = pd.concat(summaries, ignore_index=True)
     evaluations, seconds = (f"evals to {FRACTION_OF_BEST} of run's best", f"s to {FRACTION_OF_BEST} of run's best")
     rows = []
@@ -63,5 +68,8 @@ def across_shapes(summaries: Sequence[pd.DataFrame]) -> pd.DataFrame:
                      f"median evals to {FRACTION_OF_BEST} of run's best": part[evaluations].fillna(np.inf).median(),
                      f"median s to {FRACTION_OF_BEST} of run's best": part[seconds].fillna(np.inf).median(),
                      "shapes within 20 evals": int((part[evaluations] <= 20).sum()),
-                     "shapes never": int(part[evaluations].isna().sum())})
+                     "shapes never": int(part[evaluations].isna().sum()),
+                     f"median s to {FRACTION_OF_BEST} of its own best":
+                         part[f"s to {FRACTION_OF_BEST} of its own best"].median(),
+                     "median search_s": part["search_s"].median()})
     return pd.DataFrame(rows)
