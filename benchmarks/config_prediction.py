@@ -95,24 +95,29 @@ def _dataset(path: str):
     return load_dataset(path)
 
 
-def search_run(path: str, shape: tuple[int, ...], strategy: str, variant: str, seeds: list[dict], seed: int) -> dict:
+def search_run(path: str, shape: tuple[int, ...], strategy: str, variant: str, seeds: list[dict], seed: int,
+               stop_at_target: bool = True) -> dict:
     """Evaluations until TARGET of the shape's recorded optimum (NaN if never within SEARCH_BUDGET), one run.
     `variant`: "cold" or "warm" (seeded with `seeds`), then "-30" for an initial population of SMALL_POPULATION or,
-    for "warm", "-restart" for `WarmStartSettings.restart`."""
+    for "warm", "-restart" for `WarmStartSettings.restart` and "-restart-<n>" with a `restart_patience` of n.
+    `stop_at_target`: end the run there (what comes after changes no evaluations to it), or run it to SEARCH_BUDGET,
+    so that `evaluations` counts what it spent before stopping by itself."""
     from tunebench.search import make_strategy
     from tunebench.search.warm_start import warm_start
     from tunebench.study import Budget, run_search
 
     with threadpool_limits(1):
-        evaluator = StopAtTarget(ReplayEvaluator(_dataset(path), shape, seed=seed), TARGET)
+        replay = ReplayEvaluator(_dataset(path), shape, seed=seed)
+        evaluator = StopAtTarget(replay, TARGET) if stop_at_target else replay
         settings = {"initial_population": SMALL_POPULATION} if variant.endswith("-30") else {}
-        space = evaluator.evaluator.space
         if variant.startswith("warm"):
-            searcher = warm_start(strategy, space, seeds, seed=seed, restart=variant.endswith("-restart"), **settings)
+            restart, patience = "-restart" in variant, variant.partition("-restart")[2].removeprefix("-")
+            searcher = warm_start(strategy, replay.space, seeds, seed=seed, restart=restart,
+                                  restart_patience=int(patience or 0), **settings)
         else:
-            searcher = make_strategy(strategy, space, seed=seed, **settings)
+            searcher = make_strategy(strategy, replay.space, seed=seed, **settings)
         trace = run_search(searcher, evaluator, Budget(evaluations=SEARCH_BUDGET, seconds=1e300))
-    fraction = evaluator.evaluator.optimum_ms / trace["best_ms"].to_numpy()
+    fraction = replay.optimum_ms / trace["best_ms"].to_numpy()
     hit = np.flatnonzero(fraction >= TARGET)
     return {"M": shape[0], "N": shape[1], "K": shape[2], "strategy": strategy, "variant": variant, "seed": seed,
             "evals_to_target": float(hit[0] + 1) if hit.size else math.nan, "evaluations": len(trace)}

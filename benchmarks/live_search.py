@@ -2,7 +2,8 @@
 from a cold Triton cache; the trace records when each fraction of cuBLAS speed, and of the best any strategy found
 for the shape, was first reached. A strategy `warm:<name>` is <name> warm-started with a predictor's top k configs;
 `warm:<name>:restart` starts <name>'s search copies from them at once and runs <name> afresh when it stops
-(`WarmStartSettings.restart`).
+(`WarmStartSettings.restart`), and `warm:<name>:restart<n>` ends that after n fresh runs in a row that found nothing
+1 % faster (`restart_patience`).
 
 Run on a GPU machine: `PYTHONPATH=lib python3 benchmarks/live_search.py --strategies lfbo pattern random --seconds 120`
 (writes results/live_search/<gpu>_<dtype>_<shape>.parquet and .md per shape; `--kernel matmul_tma` searches the TMA
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -37,27 +39,39 @@ from tunebench.study import Budget, key_text, run_search
 from tunebench.tables import markdown_table
 
 WARM = "warm:"
-RESTART = ":restart"
+WARM_NAME = re.compile(r"warm:(?P<inner>[^:]+)(?P<restart>:restart(?P<patience>[1-9][0-9]*)?)?")
+
+
+def parse_strategy_name(name: str) -> tuple[str, dict[str, Any] | None]:
+    """(inner name, warm-start keywords) of `warm:<inner>[:restart[<n>]]`, (name, None) for any other name; a clear
+    error for a malformed or unknown one."""
+    if not name.startswith(WARM):
+        inner, warm = name, None
+    elif match := WARM_NAME.fullmatch(name):
+        inner = match["inner"]
+        warm = {"restart": bool(match["restart"]), "restart_patience": int(match["patience"] or 0)}
+    else:
+        inner, warm = "", {}
+    if inner not in NAMES:
+        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(NAMES)}, each also as {WARM}<name>, "
+                         f"{WARM}<name>:restart or {WARM}<name>:restart<n> (n >= 1) with --predictor")
+    return inner, warm
 
 
 def check_strategy_names(names: Sequence[str], predictor: Path | None) -> None:
-    """Registered names, or `warm:<registered name>` (optionally `...:restart`) when a predictor is given; a clear
-    error otherwise."""
+    """Registered names, or warm-started ones (`parse_strategy_name`) when a predictor is given; a clear error
+    otherwise."""
     for name in names:
-        inner = name.removeprefix(WARM).removesuffix(RESTART) if name.startswith(WARM) else name
-        if inner not in NAMES:
-            raise ValueError(f"unknown strategy {name!r}; known: {', '.join(NAMES)}, each also as "
-                             f"{WARM}<name> or {WARM}<name>{RESTART} with --predictor")
-        if name.startswith(WARM) and predictor is None:
+        if parse_strategy_name(name)[1] is not None and predictor is None:
             raise ValueError(f"strategy {name!r} is warm-started by a predictor: give --predictor")
 
 
 def live_strategy(name: str, space: Space, seed: int, seeds: Sequence[dict[str, Any]]) -> Strategy:
-    """The strategy `name`; for `warm:<inner>`, <inner> warm-started with `seeds` (the predictor's top k), and for
-    `warm:<inner>:restart` with `restart`."""
-    if name.startswith(WARM):
-        inner = name.removeprefix(WARM)
-        return warm_start(inner.removesuffix(RESTART), space, seeds, seed=seed, restart=inner.endswith(RESTART))
+    """The strategy `name`; for `warm:<inner>...`, <inner> warm-started with `seeds` (the predictor's top k) as the
+    name says (`parse_strategy_name`)."""
+    inner, warm = parse_strategy_name(name)
+    if warm is not None:
+        return warm_start(inner, space, seeds, seed=seed, **warm)
     return make_strategy(name, space, seed=seed)
 
 

@@ -25,6 +25,7 @@ from config_prediction import SEARCH_BUDGET, SMALL_POPULATION, TARGET, TOP_K_SEE
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import load_dataset
+from tunebench.search.warm_start import RESTART_GAIN
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,8 +33,8 @@ PICKS = "results/config_prediction/preregistered_picks*.csv"
 DATASETS = "results/datasets/matmul_bfloat16_h100_preregistered*.parquet"
 OUT = REPO / "results" / "config_prediction" / "warm_start_variants.md"
 # `config_prediction.search_run`'s variants: unseeded; seeded, then the inner strategy's default population (100);
-# seeded, then a population of SMALL_POPULATION; seeded with WarmStartSettings.restart
-VARIANTS = ("cold", "warm", "warm-30", "warm-restart")
+# seeded, then a population of SMALL_POPULATION; seeded with WarmStartSettings.restart, and with a restart_patience of 1
+VARIANTS = ("cold", "warm", "warm-30", "warm-restart", "warm-restart-1")
 STRATEGIES = ("lfbo", "pattern")
 
 
@@ -69,9 +70,11 @@ def reach_summary(values: np.ndarray) -> dict[str, str]:
 
 
 def variant_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """`reach_summary` per strategy and variant."""
+    """`reach_summary` per strategy and variant, and the median evaluations a run spent before it stopped by itself
+    or at the budget."""
     return pd.DataFrame([{"strategy": strategy, "variant": variant, "runs": len(group),
-                          **reach_summary(group["evals_to_target"].to_numpy(dtype=float))}
+                          **reach_summary(group["evals_to_target"].to_numpy(dtype=float)),
+                          "median evals spent": f"{group['evaluations'].median():.0f}"}
                          for (strategy, variant), group in runs.groupby(["strategy", "variant"], sort=False)])
 
 
@@ -84,15 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     picks = pd.concat([pd.read_csv(path) for path in sorted(REPO.glob(PICKS))], ignore_index=True)
     shapes = seeded_shapes(picks, sorted(REPO.glob(DATASETS)))
     tail = shapes[shapes.seeds_share < TARGET]
-    jobs = [(row.dataset, (row.M, row.N, row.K), strategy, variant, row.seeds, seed) for row in tail.itertuples()
-            for strategy in STRATEGIES for variant in VARIANTS for seed in range(args.seeds)]
+    # Each run goes on past the target, to its own end or the budget, so that what it spends is counted too.
+    jobs = [(row.dataset, (row.M, row.N, row.K), strategy, variant, row.seeds, seed, False)
+            for row in tail.itertuples() for strategy in STRATEGIES for variant in VARIANTS
+            for seed in range(args.seeds)]
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         runs = pd.DataFrame(list(tqdm(pool.map(search_run, *zip(*jobs), chunksize=2), total=len(jobs),
                                       desc="warm-start variants", unit="run", mininterval=5.0)))
     elapsed = time.perf_counter() - started
-    runs.to_csv(args.out.with_suffix(".tmp.csv"), index=False)
-    os.replace(args.out.with_suffix(".tmp.csv"), args.out.with_suffix(".csv"))
+    write_text_atomically(args.out.with_suffix(".csv"), runs.to_csv(index=False))
     command = "python " + " ".join([os.path.relpath(sys.argv[0], REPO), *(argv if argv is not None else sys.argv[1:])])
     paragraphs = [
         f"Command: `{command}` ({len(jobs)} replayed runs in {elapsed:.0f} s on {args.workers} processes).",
@@ -102,11 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(shapes) - len(tail)}: there every warm variant gets there within its seeds. The table is the other "
         f"{len(tail)} shapes, {args.seeds} search seeds each, replayed on the shape's recorded candidates, evaluations "
         f"counted to {TARGET} of the recorded optimum, at most {SEARCH_BUDGET}; a run that never got there counts as "
-        "infinite.",
+        "infinite. Every run goes on past the target until it stops by itself or reaches the budget: `median evals "
+        "spent` counts those evaluations.",
         "`warm`: the seeds, then the inner strategy's initial population of 100 (the seeds and 90 random configs) "
         f"before its search copies start; `warm-{SMALL_POPULATION}`: the seeds and {SMALL_POPULATION - TOP_K_SEEDS} "
         "random; `warm-restart` (`WarmStartSettings.restart`): the seeds alone are the population, and a fresh, "
-        "unseeded run follows each time a run stops.",
+        "unseeded run follows each time a run stops; `warm-restart-1`: the same, ending after the first fresh run "
+        f"that lowers the best latency by less than {RESTART_GAIN:.0%} (`restart_patience=1`).",
     ]
     text = "\n\n".join(["# Warm-start variants where the seeds fall short",
                         *(textwrap.fill(paragraph, 120, break_on_hyphens=False) for paragraph in paragraphs),

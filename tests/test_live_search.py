@@ -18,7 +18,11 @@ import live_search  # noqa: E402
 
 
 def test_strategy_names_are_registered_and_a_warm_start_needs_a_predictor():
-    live_search.check_strategy_names(["lfbo", "warm:pattern", "warm:lfbo:restart"], Path("model.predictor"))
+    live_search.check_strategy_names(["lfbo", "warm:pattern", "warm:lfbo:restart", "warm:lfbo:restart2"],
+                                     Path("model.predictor"))
+    for bad in ("warm:lfbo:restart0", "warm:lfbo:restarts", "warm:lfbo:restart:1", "warm:"):
+        with pytest.raises(ValueError, match=f"unknown strategy '{bad}'.*:restart<n> \\(n >= 1\\)"):
+            live_search.check_strategy_names([bad], Path("model.predictor"))
     with pytest.raises(ValueError, match="unknown strategy 'warm:nope:restart'"):
         live_search.check_strategy_names(["warm:nope:restart"], Path("model.predictor"))
     with pytest.raises(ValueError, match="unknown strategy 'lfbo:restart'"):
@@ -35,7 +39,9 @@ def test_a_warm_start_measures_the_predictors_configs_first_and_a_cold_one_does_
     warm = live_search.live_strategy("warm:lfbo", space, 0, seeds)
     assert warm.ask() == seeds and not warm.settings.restart
     restarting = live_search.live_strategy("warm:lfbo:restart", space, 0, seeds)
-    assert restarting.ask() == seeds and restarting.settings.restart
+    assert restarting.ask() == seeds and restarting.settings.restart and restarting.settings.restart_patience == 0
+    patient = live_search.live_strategy("warm:lfbo:restart12", space, 0, seeds)
+    assert patient.settings.restart and patient.settings.restart_patience == 12 and patient.settings.inner == "lfbo"
     cold = live_search.live_strategy("lfbo", space, 0, seeds)
     assert cold.ask() != seeds
 

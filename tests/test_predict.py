@@ -736,6 +736,27 @@ def test_a_warm_start_with_restart_starts_from_the_seeds_and_runs_afresh_when_th
         warm_start("random", bowl_space(), SEEDS, restart=True)
 
 
+def test_restart_patience_ends_the_restarts_after_a_fresh_run_that_found_nothing_better():
+    """With patience 1 the asks are the unlimited restart's, cut where the first fresh run that did not lower the best
+    by RESTART_GAIN ended: after the seeded run, before the rest of the space."""
+    space = bowl_space()
+    seeded_only = drive(warm_start("pattern", bowl_space(), SEEDS, seed=3, initial_population=len(SEEDS)), 10_000)
+    # fresh runs start from 8 random configs, so that one does not cover the 100 configs of the space at once
+    unlimited = drive(warm_start("pattern", bowl_space(), SEEDS, seed=3, restart=True, initial_population=8), 10_000)
+    patient = warm_start("pattern", bowl_space(), SEEDS, seed=3, restart=True, restart_patience=1,
+                         initial_population=8)
+    asked = drive(patient, 10_000)
+    assert patient.done and asked == unlimited[:len(asked)]
+    count = lambda batches: sum(map(len, batches))  # noqa: E731
+    assert count(seeded_only) < count(asked) < count(unlimited)
+    best = min(bowl(config).latency_ms for batch in asked for config in batch)
+    assert best == min(bowl(config).latency_ms for batch in unlimited for config in batch) == 1.0
+    for bad, named in ((dict(restart_patience=-1, restart=True), "restart_patience=-1"),
+                       (dict(restart_patience=2), "restart_patience=2")):
+        with pytest.raises(ValueError, match=f"{named}: it counts fresh runs"):
+            warm_start("pattern", space, SEEDS, **bad)
+
+
 def test_warm_start_tells_the_inner_strategy_the_seed_results():
     strategy = warm_start("pattern", bowl_space(), SEEDS, seed=1, initial_population=8)
     strategy.tell([bowl(config) for config in strategy.ask()])

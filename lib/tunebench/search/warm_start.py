@@ -11,7 +11,9 @@ never samples still knows them when it compares configs.
 With `restart`, the seeds alone are the inner strategy's initial population, so its search copies start from them at
 once, and when it stops a fresh, unseeded run of the inner strategy (the next seed) takes over, knowing everything
 measured so far: when the seeds are close, the copies get there without 90 random configs first; when they are not,
-the fresh run keeps looking (`benchmarks/warm_start_variants.py` measures both).
+the fresh run keeps looking (`benchmarks/warm_start_variants.py` measures both). `restart_patience` ends the restarts
+once that many fresh runs in a row improved the best by less than RESTART_GAIN; without it they go on until one asks
+nothing new, which on a large space means until the budget.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from tunebench.search import make_strategy
 from tunebench.search.base import Config, Key, Search, Strategy, StrategySettings
 from tunebench.space import Space
 from tunebench.study import STALLED_BATCHES
+
+RESTART_GAIN = 0.01  # a fresh run that lowers the best latency by less than this share did not pay for itself
 
 
 class SeededSpace:
@@ -59,11 +63,14 @@ class WarmStartSettings(StrategySettings):
     inner_settings: overrides of the inner strategy's defaults, as (name, value) pairs.
     restart: the seeded run's initial population is the seeds alone (its `initial_population` setting, which the
         inner strategy must have), and each time a run stops, a fresh unseeded one starts, until one asks nothing new.
+    restart_patience: with restart, stop after this many fresh runs in a row that each lowered the best latency by
+        less than RESTART_GAIN (0: never stop for that).
     """
 
     inner: str = "lfbo"
     inner_settings: tuple[tuple[str, Any], ...] = ()
     restart: bool = False
+    restart_patience: int = 0
 
 
 class WarmStart(Strategy):
@@ -75,6 +82,9 @@ class WarmStart(Strategy):
     def __init__(self, space: Space, seed: int = 0, settings: WarmStartSettings | None = None, *,
                  seeds: Sequence[Mapping[str, Any]] = ()) -> None:
         super().__init__(space, seed, settings)
+        if self.settings.restart_patience < 0 or (self.settings.restart_patience and not self.settings.restart):
+            raise ValueError(f"restart_patience={self.settings.restart_patience!r}: it counts fresh runs, so it must "
+                             "be 0 (never stop for it) or, with restart=True, a positive number of runs")
         unique: dict[Key, Config] = {}
         for config in seeds:
             space.check(config)
@@ -90,13 +100,19 @@ class WarmStart(Strategy):
         if self.seeds:
             results = yield list(self.seeds)
             known.update((self.space.key(config), result) for config, result in zip(self.seeds, results))
-        run, restarts = self.inner, 0
+        run, restarts, fruitless = self.inner, 0, 0
         while True:
             for key, result in known.items():
                 run.observed[key] = min(run.observed.get(key, math.inf), result.objective)
+            best_before = min((result.objective for result in known.values()), default=math.inf)
             asked_new = yield from self._drive(run, known)
             if not (self.settings.restart and asked_new):
                 return
+            if restarts:  # a fresh run ended: did it pay?
+                best_after = min(result.objective for result in known.values())
+                fruitless = fruitless + 1 if not best_after < best_before * (1 - RESTART_GAIN) else 0
+                if self.settings.restart_patience and fruitless >= self.settings.restart_patience:
+                    return
             restarts += 1
             run = make_strategy(self.settings.inner, self.space, seed=self.seed + restarts,
                                 **dict(self.settings.inner_settings))
@@ -121,8 +137,8 @@ class WarmStart(Strategy):
 
 
 def warm_start(inner: str, space: Space, seeds: Sequence[Mapping[str, Any]], seed: int = 0, *, restart: bool = False,
-               **inner_settings: Any) -> WarmStart:
+               restart_patience: int = 0, **inner_settings: Any) -> WarmStart:
     """`inner` (a registered strategy name, with its settings checked by `make_strategy`) warm-started from `seeds`;
-    `restart`: see `WarmStartSettings`."""
-    return WarmStart(space, seed, WarmStartSettings(inner, tuple(sorted(inner_settings.items())), restart),
-                     seeds=seeds)
+    `restart`, `restart_patience`: see `WarmStartSettings`."""
+    return WarmStart(space, seed, WarmStartSettings(inner, tuple(sorted(inner_settings.items())), restart,
+                                                    restart_patience), seeds=seeds)
