@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "best_kept": "shapes whose best is kept"}))
     per_shape = table.drop_duplicates("shape")
     searched = ", ".join(f"`{column.removesuffix(' s')}` {per_shape[column].median():.1f} s"
-                         for column in per_shape.columns if column.endswith(" s") and "to" not in column)
+                         for column in per_shape.columns if column.endswith(" s"))
     command = " ".join([".venv/bin/python", *map(str, [sys.argv[0], *(argv if argv is not None else sys.argv[1:])])])
     text = "\n\n".join([
         f"# Restart patience, re-driven on {table['shape'].nunique()} recorded live runs",
