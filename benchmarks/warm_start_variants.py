@@ -1,7 +1,7 @@
 """Warm-start variants replayed on preregistered shapes: each shape seeded by the top 10 that a predictor committed
 before the shape was measured, on the shapes where those seeds fall short of the target.
 
-Run: `.venv/bin/python benchmarks/warm_start_variants.py` (about 2 minutes on 2 cores; CPU). Reads the preregistered
+Run: `.venv/bin/python benchmarks/warm_start_variants.py` (about 9 minutes on 2 cores; CPU). Reads the preregistered
 picks (results/config_prediction/preregistered_picks*.csv) and the preregistered H100 datasets; writes
 results/config_prediction/warm_start_variants.md and warm_start_variants.csv (one row per run).
 """
