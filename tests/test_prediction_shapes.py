@@ -75,6 +75,28 @@ def test_the_model_projection_draw_is_real_layers_and_new():
     assert not set(shapes) & (set(matmul.DATASET_SHAPES) | set(matmul.PREDICTION_SHAPES[:697]))
 
 
+def test_the_live_check_continues_the_model_projection_draw_with_layers_no_dataset_holds():
+    sys.path.insert(0, str(REPOSITORY / "benchmarks"))
+    import live_check_shapes
+    import model_projection_shapes as draw
+
+    completed = run_script("live_check_shapes.py", "--first", "0", "--count", "12")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    shapes = [tuple(int(size) for size in shape.split("x")) for shape in completed.stdout.split()[0].split(",")]
+    assert shapes == live_check_shapes.shapes_after_draw(0, 12)
+    assert live_check_shapes.shapes_after_draw(5, 7) == shapes[5:]  # the same stream, wherever it starts
+    listed = matmul.PREDICTION_SHAPES[draw.narrow_hinted_draw_end():][:draw.COUNT]
+    continued = draw.draw(set(matmul.PREDICTION_SHAPES[:draw.narrow_hinted_draw_end()]) | set(matmul.DATASET_SHAPES),
+                          draw.COUNT + 12)
+    assert continued[:draw.COUNT] == list(listed) and continued[draw.COUNT:] == shapes
+    layers = {draw.projection_nk(model, projection, degree) for model in draw.MODELS
+              for projection in draw.PROJECTIONS for degree in draw.TENSOR_PARALLEL} - {None}
+    assert all((n, k) in layers for _, n, k in shapes)
+    assert not set(shapes) & (set(matmul.PREDICTION_SHAPES) | live_check_shapes.recorded_shapes())
+    refused = run_script("live_check_shapes.py", "--count", "0")
+    assert refused.returncode == 2 and "--count 0" in refused.stderr
+
+
 def test_the_unaligned_check_draw_has_n_or_k_off_multiples_of_16_and_is_new():
     sys.path.insert(0, str(REPOSITORY / "benchmarks"))
     import unaligned_check_shapes as draw
