@@ -96,12 +96,12 @@ def _dataset(path: str):
 
 
 def search_run(path: str, shape: tuple[int, ...], strategy: str, variant: str, seeds: list[dict], seed: int,
-               stop_at_target: bool = True) -> dict:
-    """Evaluations until TARGET of the shape's recorded optimum (NaN if never within SEARCH_BUDGET), one run.
+               stop_at_target: bool = True, budget: int = SEARCH_BUDGET) -> dict:
+    """Evaluations until TARGET of the shape's recorded optimum (NaN if never within `budget`), one run.
     `variant`: "cold" or "warm" (seeded with `seeds`), then "-30" for an initial population of SMALL_POPULATION or,
     for "warm", "-restart" for `WarmStartSettings.restart` and "-restart-<n>" with a `restart_patience` of n.
-    `stop_at_target`: end the run there (what comes after changes no evaluations to it), or run it to SEARCH_BUDGET,
-    so that `evaluations` counts what it spent before stopping by itself."""
+    `stop_at_target`: end the run there (what comes after changes no evaluations to it), or run it to `budget`,
+    so that `evaluations` counts what it spent before stopping by itself (or at the budget)."""
     from tunebench.search import make_strategy
     from tunebench.search.warm_start import warm_start
     from tunebench.study import Budget, run_search
@@ -116,7 +116,7 @@ def search_run(path: str, shape: tuple[int, ...], strategy: str, variant: str, s
                                   restart_patience=int(patience or 0), **settings)
         else:
             searcher = make_strategy(strategy, replay.space, seed=seed, **settings)
-        trace = run_search(searcher, evaluator, Budget(evaluations=SEARCH_BUDGET, seconds=1e300))
+        trace = run_search(searcher, evaluator, Budget(evaluations=budget, seconds=1e300))
     fraction = replay.optimum_ms / trace["best_ms"].to_numpy()
     hit = np.flatnonzero(fraction >= TARGET)
     return {"M": shape[0], "N": shape[1], "K": shape[2], "strategy": strategy, "variant": variant, "seed": seed,

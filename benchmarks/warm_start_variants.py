@@ -1,9 +1,10 @@
 """Warm-start variants replayed on preregistered shapes: each shape seeded by the top 10 that a predictor committed
 before the shape was measured, on the shapes where those seeds fall short of the target.
 
-Run: `.venv/bin/python benchmarks/warm_start_variants.py` (about 9 minutes on 2 cores; CPU). Reads the preregistered
-picks (results/config_prediction/preregistered_picks*.csv) and the preregistered H100 datasets; writes
-results/config_prediction/warm_start_variants.md and warm_start_variants.csv (one row per run).
+Run: `.venv/bin/python benchmarks/warm_start_variants.py` (about 9 minutes on 2 cores; CPU; `--budget`, `--strategies`
+and `--variants` narrow or widen it: `--budget 600` took 34 minutes). Reads the preregistered picks
+(results/config_prediction/preregistered_picks*.csv) and the preregistered H100 datasets; writes
+results/config_prediction/warm_start_variants.md and warm_start_variants.csv (one row per run; `--out` elsewhere).
 """
 
 from __future__ import annotations
@@ -82,14 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="search seeds per shape, strategy and variant")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--budget", type=int, default=SEARCH_BUDGET, help="evaluations per run at most")
+    parser.add_argument("--strategies", nargs="+", choices=STRATEGIES, default=list(STRATEGIES))
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    if args.budget < 1:
+        parser.error(f"--budget {args.budget}: give a positive number of evaluations")
     picks = pd.concat([pd.read_csv(path) for path in sorted(REPO.glob(PICKS))], ignore_index=True)
     shapes = seeded_shapes(picks, sorted(REPO.glob(DATASETS)))
     tail = shapes[shapes.seeds_share < TARGET]
     # Each run goes on past the target, to its own end or the budget, so that what it spends is counted too.
-    jobs = [(row.dataset, (row.M, row.N, row.K), strategy, variant, row.seeds, seed, False)
-            for row in tail.itertuples() for strategy in STRATEGIES for variant in VARIANTS
+    jobs = [(row.dataset, (row.M, row.N, row.K), strategy, variant, row.seeds, seed, False, args.budget)
+            for row in tail.itertuples() for strategy in args.strategies for variant in args.variants
             for seed in range(args.seeds)]
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
@@ -105,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         f"shapes with a recorded dataset (`{DATASETS}`), the best seed reaches {TARGET} of the recorded optimum on "
         f"{len(shapes) - len(tail)}: there every warm variant gets there within its seeds. The table is the other "
         f"{len(tail)} shapes, {args.seeds} search seeds each, replayed on the shape's recorded candidates, evaluations "
-        f"counted to {TARGET} of the recorded optimum, at most {SEARCH_BUDGET}; a run that never got there counts as "
+        f"counted to {TARGET} of the recorded optimum, at most {args.budget}; a run that never got there counts as "
         "infinite. Every run goes on past the target until it stops by itself or reaches the budget: `median evals "
         "spent` counts those evaluations.",
         "`warm`: the seeds, then the inner strategy's initial population of 100 (the seeds and 90 random configs) "

@@ -333,3 +333,7 @@ def test_warm_start_variants_find_the_seeds_share_and_replay_each_variant(datase
     assert runs.evaluations.gt(0).all() and runs.evals_to_target.dropna().ge(1).all()
     table = warm_start_variants.variant_table(runs).set_index("variant")
     assert list(table.index) == list(warm_start_variants.VARIANTS) and table["runs"].eq(1).all()
+    # past the target, a run spends the budget it is given: cold LFBO's first population alone is 100 configs
+    assert warm_start_variants.search_run(str(path), shape, "lfbo", "cold", seeds, 0, False, 30)["evaluations"] == 30
+    with pytest.raises(SystemExit):
+        warm_start_variants.main(["--budget", "0", "--out", str(tmp_path / "variants.md")])
