@@ -26,7 +26,7 @@ from dataclasses import replace
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 from threadpoolctl import threadpool_limits
 
 from tunebench.live_traces import across_shapes, summary_rows
@@ -57,7 +57,11 @@ seeds_k = 10  # the model's top configs the warm start measures first
 budget = 150  # unique evaluations per traced search
 cdf_from = 0.6  # left end of the efficiency axis
 retime_journal = "results/config_prediction/retime_h100_preregistered.csv"  # side-by-side re-timing (picks beside it, .picks.csv)
-live_traces = "results/live_search/*.parquet"  # live searches (benchmarks/live_search.py), relative to the repository root; those with a warm start are shown
+live_traces = {  # live searches (benchmarks/live_search.py) by group: its title, the traces' glob relative to the repository root; those with a warm start are shown
+    "hinted or odd shapes, H200, 2026-11-29": "results/live_search/*.parquet",
+    "hinted or odd shapes, restart against the default, H200, 2026-12-02": "results/live_search/warm_restart/*.parquet",
+    "real-model layers no dataset held, H200, 2026-12-02": "results/live_search/real_model_check/*.parquet",
+}
 
 # %%
 recorded = open_dataset(resolve_dataset(dataset))
@@ -182,16 +186,19 @@ figure.legend(*axes[0][0].get_legend_handles_labels(), loc="center left", bbox_t
 # %% [markdown]
 # ## Warm start live, on the GPU
 # Recorded live searches (`benchmarks/live_search.py`, over the whole config space, on the wall clock from a cold
-# Triton cache, compiles included) whose strategies include a warm start: per shape, each strategy's best so far as a
-# fraction of the run's best (the fastest config either search found). Dotted: 0.99. The table gives the medians over
-# these shapes (a shape never reached counts as the slowest).
+# Triton cache, compiles included) whose strategies include a warm start, group by group: per shape, each strategy's
+# best so far as a fraction of the run's best (the fastest config any of its searches found). Dotted: 0.99. Each
+# group's table gives the medians over its shapes (a shape never reached counts as the slowest).
 
 # %%
-live = {path.stem: pd.read_parquet(path) for path in sorted(repo_path(".").glob(live_traces))}
-live = {name: trace for name, trace in live.items() if trace["strategy"].str.startswith("warm:").any()}
-if live:
+for group, pattern in live_traces.items():
+    live = {path.stem: pd.read_parquet(path) for path in sorted(repo_path(".").glob(pattern))}
+    live = {name: trace for name, trace in live.items() if trace["strategy"].str.startswith("warm:").any()}
+    if not live:
+        print(f"{group}: no live traces with a warm start match {pattern}")
+        continue
+    display(Markdown(f"**{group}**: {len(live)} shapes (`{pattern}`)"))
     display(across_shapes([summary_rows(trace) for trace in live.values()]))
     plot_live_traces(live)
-else:
-    print(f"no live traces with a warm start match {live_traces}")
+    plt.show()
 

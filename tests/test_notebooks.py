@@ -79,7 +79,7 @@ def test_strategy_comparison_writes_its_study_and_renders_traces_and_tables(tiny
     assert set(trace["strategy"]) == {"random", "pattern"} and trace["task"].nunique() == 3
     assert trace.groupby(["strategy", "task", "seed"])["eval_index"].max().eq(20).all()
     # per task vs evaluations, per task vs seconds, aggregated, aggregated per kernel, failure shares
-    assert len(FIGURE.findall(text)) == 5
+    assert len(FIGURE.findall(text)) == 7  # the live traces: one figure per group of the three
     assert len(DATA_TABLE.findall(text)) == 5, "overview, per kernel, per-task evaluations, per-task seconds, overhead"
     assert "12 runs (2 strategies × 3 tasks × 2 seeds)" in text
     assert ">softmax</td>" in text and ">matmul</td>" in text, "the per-kernel table names each kernel"
@@ -110,11 +110,12 @@ def test_config_prediction_draws_efficiency_families_importances_and_traces(tmp_
     text = render("config_prediction.py", tmp_path, {"fold_fraction": 0.1, "permutation_repeats": 1, "trace_shapes": 1,
                                                      "budget": 20})
     # efficiency CDFs (replay, re-timed side by side), permutation importances, warm vs cold traces, live traces
-    assert len(FIGURE.findall(text)) == 5
+    assert len(FIGURE.findall(text)) == 7  # the live traces: one figure per group of the three
     assert len(DATA_TABLE.findall(text)) == 1, "the per-family table"
     assert "M &lt; 8" in text or "M < 8" in text
     assert "median evals to 0.99 of run&#x27;s best" in text or "median evals to 0.99 of run's best" in text
     assert "warm:lfbo" in text, "the recorded live searches with a warm start"
+    assert "real-model layers no dataset held" in text and "warm:lfbo:restart1" in text, "each group of live searches"
     assert "Traceback" not in text
 
 
@@ -134,7 +135,7 @@ def test_gemm_kernels_renders_the_sweep_replays_and_live_runs(tmp_path: Path) ->
                                                  "replay_seconds": 20.0, "replay_workers": 1,
                                                  "replay_clock": "pipelined", "replay_startup_s": 10.0})
     # the sweep, the replays, the live runs of both kernels, the repeats at 4096^3, replay against live
-    assert len(FIGURE.findall(text)) == 5
+    assert len(FIGURE.findall(text)) == 7  # the live traces: one figure per group of the three
     assert len(DATA_TABLE.findall(text)) == 8, ("sweep, failures, rounds, replay summary, live table, repeats, "
                                                 "later batches, first batches")
     assert "lfbo, median of 5 seeds" in text and "4096x14336x4096" in text
