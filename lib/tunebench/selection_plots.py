@@ -154,18 +154,6 @@ def plot_mlp_steps(steps: pd.DataFrame) -> Figure:
     return figure
 
 
-def split_table(split: pd.DataFrame) -> pd.DataFrame:
-    """The split as text in µs: a row per (projection, batch), per pipeline "preprocess + matmul", and cuBLAS."""
-    rows = []
-    for (name, batch), group in split.groupby(["projection", "batch"], sort=False):
-        row: dict[str, object] = {"projection": name, "batch": batch}
-        for timing in group.itertuples():
-            row[timing.pipeline] = f"{timing.preprocess_ms * US_PER_MS:.0f} + {timing.matmul_ms * US_PER_MS:.0f}"
-        row["uncompressed cuBLAS"] = f"{group['cublas_ms'].iloc[0] * US_PER_MS:.0f}"
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def steps_table(steps: pd.DataFrame) -> pd.DataFrame:
     """Per batch size: the MLP step in µs of each fixed pipeline, the dispatch and uncompressed torch.matmul, and
     the fastest fixed pipeline. `steps` is selection_study.mlp_steps()."""
