@@ -92,6 +92,9 @@ def test_the_medians_over_shapes_count_a_shape_never_reached_as_the_slowest(tmp_
     assert rows.loc["cold", "median s to 0.99 of its own best"] == 4.0  # 4.0, 4.0, 1.0 (9.0 all along)
     assert rows.loc["warm", "median s to 0.99 of its own best"] == 2.5  # 2.5, 1.5 (1.02 all along), 2.5
     assert rows.loc["warm", "median search_s"] == 3.5
+    # the warm start's first pick: 1.0 / 1.1, 1.0 / 1.02 (cold's best), 1.01 / 1.1 (its own best, cold at 9.0)
+    assert rows.loc["warm", "mean first evaluation vs run's best"] == round((0.909 + 0.98 + 0.918) / 3, 3)
+    assert rows.loc["warm", "min first evaluation vs run's best"] == 0.909
     assert "Command: `the command`" in text and "## shape2" in text and (tmp_path / "summary.md").read_text() == text
 
 

@@ -58,10 +58,12 @@ def summary_rows(traces: pd.DataFrame) -> pd.DataFrame:
 
 def across_shapes(summaries: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Per strategy, over shapes' `summary_rows`: the median evaluations and seconds to FRACTION_OF_BEST of each run's
-    best (a shape never reached counts as the slowest), on how many shapes it took at most 20 evaluations, and the
-    median seconds to FRACTION_OF_BEST of its own best and to its end."""
+    best (a shape never reached counts as the slowest), on how many shapes it took at most 20 evaluations, the mean
+    and min of its first evaluation against the run's best (for a warm start, the prediction's pick judged live), and
+    the median seconds to FRACTION_OF_BEST of its own best and to its end."""
     frame = pd.concat(summaries, ignore_index=True)
     evaluations, seconds = (f"evals to {FRACTION_OF_BEST} of run's best", f"s to {FRACTION_OF_BEST} of run's best")
+    first = "first evaluation vs run's best"
     rows = []
     for name, part in frame.groupby("strategy", sort=False):
         rows.append({"strategy": name, "shapes": len(part),
@@ -69,6 +71,8 @@ def across_shapes(summaries: Sequence[pd.DataFrame]) -> pd.DataFrame:
                      f"median s to {FRACTION_OF_BEST} of run's best": part[seconds].fillna(np.inf).median(),
                      "shapes within 20 evals": int((part[evaluations] <= 20).sum()),
                      "shapes never": int(part[evaluations].isna().sum()),
+                     "mean first evaluation vs run's best": round(part[first].mean(), 3),
+                     "min first evaluation vs run's best": part[first].min(),
                      f"median s to {FRACTION_OF_BEST} of its own best":
                          part[f"s to {FRACTION_OF_BEST} of its own best"].median(),
                      "median search_s": part["search_s"].median()})
