@@ -1,8 +1,9 @@
 """The real-model layers of a live check decided before it was run: the `n` shapes that follow the COUNT of
 `model_projection_shapes.py`'s draw in its stream, so no dataset and no predictor has seen them.
 
-Run: `.venv/bin/python benchmarks/live_check_shapes.py --first 0 --count 12` (well under a second) prints them as
-`live_search.py --shapes` takes them; it exits 1 if any of them is in a recorded dataset under results/datasets/.
+Run: `.venv/bin/python benchmarks/live_check_shapes.py --first 0 --count 12` (about 5 s: it reads the datasets) prints
+them as `live_search.py --shapes` takes them; it exits 1 if any of them is in a recorded dataset under
+results/datasets/.
 """
 
 from __future__ import annotations
