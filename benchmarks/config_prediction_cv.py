@@ -81,6 +81,9 @@ def main() -> int:
     parser.add_argument("--alignment-split", nargs="+", choices=list(ALIGNMENT_SPLITS), default=["none"],
                         help="first-stage models per group of alignment classes (`predict.split`); several: the "
                              "inner splits choose per fold")
+    parser.add_argument("--profile-factors", nargs="+", type=int, default=[0],
+                        help="the config profile's components beside the features (`predict.profile`; 0: none); "
+                             "several: the inner splits choose per fold")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--deployed", type=Path, default=None,
                         help="also fit the predictor on every shape (as the benchmark does, with these objectives "
@@ -91,7 +94,8 @@ def main() -> int:
     dataset = load_dataset(args.dataset, kernel="matmul")
     data = training_data(dataset, load_table(COMPILED_RESOURCES, dataset.parameter_names))
     latency = data.latency_ms.reshape(len(data.shapes), -1)
-    grid = {**TUNING_GRID, "alignment_split": tuple(args.alignment_split)}
+    grid = {**TUNING_GRID, "alignment_split": tuple(args.alignment_split),
+            "profile_factors": tuple(args.profile_factors)}
     cv = cross_validate(data, objectives=tuple(args.objectives), workers=args.workers, grid=grid)
     table = per_shape(cv, latency)
     csv = args.out.with_name(args.out.stem + "_per_shape.csv")
@@ -108,6 +112,7 @@ def main() -> int:
     families = by_family(table.rename(columns={"selected_efficiency": "efficiency"}).assign(
         top1_hit=lambda frame: frame["efficiency"] == 1, top5_hit=np.nan))
     chosen = pd.DataFrame([{"fold": o.fold, "objective": o.objective, "alignment split": o.settings.alignment_split,
+                            "profile components": o.settings.profile_factors,
                             "trees": o.settings.max_iter,
                             "portfolio": o.settings.portfolio_size or "all",
                             "correction (strength, k, class penalty, M scale, weighted)": ", ".join(

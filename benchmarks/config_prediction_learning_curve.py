@@ -68,7 +68,7 @@ def _fit_and_score(job: tuple[int, int | None, str]) -> tuple[int, int | None, n
     train = training_draw(train, _CLASSES, fold, size, vary)
     with threadpool_limits(1):
         ranker = ConfigRanker(SETTINGS).fit(_DATA, _DATA.rows_of(train))
-        scores = ranker.score(_DATA.features[_DATA.rows_of(test)]).reshape(len(test), -1)
+        scores = ranker.score(ranker.data_matrix(_DATA, _DATA.rows_of(test))).reshape(len(test), -1)
     latency = _DATA.latency_ms[_DATA.rows_of(test)].reshape(len(test), -1)
     return fold, size, shape_efficiency(scores, latency)
 

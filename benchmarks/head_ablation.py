@@ -66,7 +66,7 @@ def cache_fold(data: TrainingData, settings: RankerSettings, fold: int, train: n
                                                                allowed, LIST_SIZE)
         rows = data.rows_of(test)
         shaped = (len(test), len(data.candidates))
-        scores = ranker.score(data.features[rows]).reshape(shaped) + correction.for_shapes(data.shapes[test])
+        scores = ranker.score(ranker.data_matrix(data, rows)).reshape(shaped) + correction.for_shapes(data.shapes[test])
         test_lists = head_lists(scores, data.features[rows].reshape(*shaped, -1),
                                 data.latency_ms[rows].reshape(shaped), np.ones(shaped), LIST_SIZE)
         test_lists = test_lists.with_columns(evidence.for_shapes(data.shapes[test], test_lists.candidates))

@@ -64,7 +64,7 @@ def _fold(train: np.ndarray, test: np.ndarray, seed: int) -> np.ndarray:
         ranker = ConfigRanker(replace(SETTINGS, random_state=seed))
         ranker.fit(data, data.rows_of(train))
         rows = data.rows_of(test)
-        scores = ranker.score(data.features[rows]).reshape(len(test), count)
+        scores = ranker.score(ranker.data_matrix(data, rows)).reshape(len(test), count)
     return shape_efficiency(scores, data.latency_ms[rows].reshape(len(test), count))
 
 

@@ -128,10 +128,10 @@ summary.style.format({"mean": "{:.2%}", "p10": "{:.2%}", "min": "{:.2%}", "media
 # %% [markdown]
 # ## What the model looks at
 # Permutation importance on the held-out shapes of one fold: how much the mean efficiency of the picks drops when
-# one feature's column is shuffled across the fold's rows (the model was trained on the other folds, with the
-# deployed model's settings, but averaging `importance_models` models: one by default, to keep the notebook quick). The
-# rows are scored by the fold predictor's compiled trees (`predict.forest`: sklearn's predictions to rounding, about
-# 1.6 times as fast on a fold's rows).
+# one column is shuffled across the fold's rows: a feature, or a column of the config profile when the model reads
+# one. The model was trained on the other folds, with the deployed model's settings, but averaging
+# `importance_models` models: one by default, to keep the notebook quick. The rows are scored by the fold predictor's
+# compiled trees (`predict.forest`: sklearn's predictions to rounding, about 1.6 times as fast on a fold's rows).
 
 # %%
 train, test = (thin_shapes(shapes, fold_fraction) for shapes in grouped_folds(data.group, 5)[fold])
@@ -147,12 +147,14 @@ def mean_efficiency(matrix: np.ndarray) -> float:
 
 
 rng = np.random.default_rng(0)
-baseline = mean_efficiency(data.features[rows])
+ranked = predictor.ranker.data_matrix(data, rows)  # the features, then the config profile's columns if it has one
+names = data.feature_names + ([] if predictor.ranker.profile_ is None else predictor.ranker.profile_.names)
+baseline = mean_efficiency(ranked)
 drops = {}
-for column, name in enumerate(data.feature_names):
+for column, name in enumerate(names):
     shuffled = []
     for _ in range(permutation_repeats):
-        matrix = data.features[rows].copy()
+        matrix = ranked.copy()
         matrix[:, column] = rng.permutation(matrix[:, column])
         shuffled.append(baseline - mean_efficiency(matrix))
     drops[name] = np.mean(shuffled)

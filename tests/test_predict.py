@@ -548,7 +548,7 @@ def test_a_file_of_another_format_version_is_rejected(tmp_path, predictor):
     save_predictor(predictor, path)
     _rewrite_header(path, lambda header: header.__setitem__("format_version", 2))
     with pytest.raises(PredictorError,
-                       match="format_version 2 is not one this code reads \\(5, 6, 7, 8\\): fit and save"):
+                       match="format_version 2 is not one this code reads \\(5, 6, 7, 8, 9\\): fit and save"):
         load_predictor(path)
 
 
@@ -597,6 +597,21 @@ def test_other_kernel_or_gpu_is_rejected(tmp_path, predictor):
     (tmp_path / "other").write_bytes(b"not a predictor")
     with pytest.raises(PredictorError, match="not a tunebench predictor"):
         load_predictor(tmp_path / "other")
+
+
+def assert_dispatches_its_ranking_and_round_trips(predictor, shapes, path):
+    """The predictor's `best_config` is its full ranking's pick within the shortlist on every one of `shapes`, and it
+    scores and picks alike once saved to `path` and loaded back (returned)."""
+    for shape in [tuple(int(v) for v in s) for s in shapes]:
+        shortlist = predictor.shortlist.for_shape(shape)
+        scores = predictor.scores(shape)
+        assert predictor.best_config(shape) == predictor.config(int(shortlist[np.argmax(scores[shortlist])]))
+    save_predictor(predictor, path)
+    loaded = load_predictor(path, kernel=matmul.NAME)
+    for shape in [(5, 4096, 4096), (300, 5000, 3000), (9000, 2048, 2056)]:
+        np.testing.assert_array_equal(loaded.scores(shape), predictor.scores(shape))
+        assert loaded.best_config(shape) == predictor.best_config(shape)
+    return loaded
 
 
 def test_best_config_is_the_full_rankings_pick_when_the_shortlist_holds_it(data, predictor):

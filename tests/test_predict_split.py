@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from test_predict import SMALL, data, dataset, resources  # noqa: F401  (module fixtures)
-from tunebench.kernels import matmul
-from tunebench.predict import RankerSettings, features, fit_predictor, load_predictor, read_header, save_predictor
+from test_predict import (SMALL, assert_dispatches_its_ranking_and_round_trips, data, dataset,  # noqa: F401
+                          resources)  # module fixtures
+from tunebench.predict import RankerSettings, features, fit_predictor, read_header
 from tunebench.predict.dispatch import compiled_forests
 from tunebench.predict.evaluation import ALIGNMENTS, alignment
 from tunebench.predict.model import ConfigRanker
@@ -78,14 +78,6 @@ def test_a_split_predictor_picks_as_its_ranking_and_survives_a_round_trip(tmp_pa
     predictor = fit_predictor(data, replace(SPLIT, models=2))
     mixed = data.features[::4]  # rows of every shape, both groups
     np.testing.assert_allclose(predictor.compiled_scores(mixed), predictor.ranker.score(mixed), rtol=1e-12, atol=1e-12)
-    for shape in [tuple(int(v) for v in s) for s in data.shapes]:
-        shortlist = predictor.shortlist.for_shape(shape)
-        scores = predictor.scores(shape)
-        assert predictor.best_config(shape) == predictor.config(int(shortlist[np.argmax(scores[shortlist])]))
     path = tmp_path / "split.predictor"
-    save_predictor(predictor, path)
+    assert_dispatches_its_ranking_and_round_trips(predictor, data.shapes, path)
     assert read_header(path)["settings"]["alignment_split"] == "aligned"
-    loaded = load_predictor(path, kernel=matmul.NAME)
-    for shape in [(5, 4096, 4096), (300, 5000, 3000), (9000, 2048, 2056)]:
-        np.testing.assert_array_equal(loaded.scores(shape), predictor.scores(shape))
-        assert loaded.best_config(shape) == predictor.best_config(shape)

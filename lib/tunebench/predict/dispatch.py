@@ -38,12 +38,13 @@ from tunebench.predict.split import check_split, row_groups, shape_group
 from tunebench.space import Space, parameter_from_spec
 
 MAGIC = b"TUNEBENCH-PREDICTOR 1\n"
-# 8: the ranker may be split by alignment class; 7: the head reads neighbour evidence; 6: the ranker is a list of
-# models, averaged; 5: the payload is zlib-compressed; 4: the shortlist grid ranks the corrected scores, and the
-# pairwise head; 3: with the neighbour correction; 2: the shortlist is a grid of the model's own top lists
-FORMAT_VERSION = 8
-READABLE_VERSIONS = (5, 6, 7, 8)  # a format-5 file holds one model: it loads as a ranker of one; a file before 7 has
-# a head without neighbour evidence; a file before 8 has no alignment split
+# 9: the ranker may carry a config profile; 8: the ranker may be split by alignment class; 7: the head reads
+# neighbour evidence; 6: the ranker is a list of models, averaged; 5: the payload is zlib-compressed; 4: the shortlist
+# grid ranks the corrected scores, and the pairwise head; 3: with the neighbour correction; 2: the shortlist is a grid
+# of the model's own top lists
+FORMAT_VERSION = 9
+READABLE_VERSIONS = (5, 6, 7, 8, 9)  # a format-5 file holds one model: it loads as a ranker of one; a file before 7
+# has a head without neighbour evidence; a file before 8 has no alignment split; before 9, no config profile
 # Configs `timed_best_config` measures by default: on the H100 prediction dataset, timing the model's top 10 and
 # keeping the fastest scored 99.22 % mean efficiency when re-timed side by side (results/config_prediction/retime.md).
 TIMED_TOP_K = 10
@@ -110,7 +111,7 @@ class Predictor:
         if not 1 <= count <= len(self.ranker.models_):
             raise ValueError(f"count must be from 1 to {len(self.ranker.models_)} (the models), got {count}")
         ranker = ConfigRanker(replace(self.ranker.settings, models=count))
-        ranker.models_ = self.ranker.models_[:count]
+        ranker.models_, ranker.profile_ = self.ranker.models_[:count], self.ranker.profile_
         return Predictor(ranker, self.space, self.candidates, kernel=self.kernel, dtype=self.dtype, gpu=self.gpu,
                          hardware=self.hardware, resources=self.resources, shortlist=self.shortlist,
                          portfolio=self.portfolio, correction=self.correction, head=self.head,
@@ -126,8 +127,8 @@ class Predictor:
         return self.head.wins(rows[None], scores[None])[0]
 
     def compiled_scores(self, matrix: np.ndarray) -> np.ndarray:
-        """The model's scores of feature rows of any shapes by the compiled trees (sklearn's to rounding), each row
-        by its alignment group's forest."""
+        """The model's scores of rows of any shapes (`ranker.matrix(features, candidates)`) by the compiled trees
+        (sklearn's to rounding), each row by its alignment group's forest."""
         if len(self.forests) == 1:
             return self.forests[0].predict(matrix, self.threads)
         groups = row_groups(self.ranker.settings.alignment_split, matrix)
@@ -143,12 +144,14 @@ class Predictor:
 
     def model_scores(self, shape: Sequence[int], dtype: str | None = None) -> np.ndarray:
         """The model's score of every candidate (higher: predicted faster), through sklearn's predict."""
-        return self.ranker.score(self._features(shape, dtype, np.arange(len(self.candidates))))
+        every = np.arange(len(self.candidates))
+        return self.ranker.score(self.ranker.matrix(self._features(shape, dtype, every), every))
 
     def _corrected(self, shape: Sequence[int], dtype: str | None) -> tuple[np.ndarray, np.ndarray]:
         """Every candidate's feature rows, and its model score plus the neighbour correction."""
-        matrix = self._features(shape, dtype, np.arange(len(self.candidates)))
-        scores = self.ranker.score(matrix)
+        every = np.arange(len(self.candidates))
+        matrix = self._features(shape, dtype, every)
+        scores = self.ranker.score(self.ranker.matrix(matrix, every))
         if self.correction is not None:
             scores = scores + self.correction.for_shape(checked_shape(shape))
         return matrix, scores
@@ -189,7 +192,8 @@ class Predictor:
         shape = checked_shape(shape)
         shortlist = self.shortlist.for_shape(shape)
         matrix = self._features(shape, dtype, shortlist)
-        scores = self.forests[shape_group(self.ranker.settings.alignment_split, shape)].predict(matrix, self.threads)
+        forest = self.forests[shape_group(self.ranker.settings.alignment_split, shape)]
+        scores = forest.predict(self.ranker.matrix(matrix, shortlist), self.threads)
         coordinates = one_shape_coordinates(shape)  # the correction's and the evidence's query
         if self.correction is not None:
             scores = scores + self.correction.for_coordinates(coordinates, shortlist)
@@ -253,7 +257,7 @@ def fit_predictor(data: TrainingData, settings: RankerSettings, shape_indices: n
     def score(shapes: np.ndarray) -> np.ndarray:
         rows = features(np.repeat(shapes, len(allowed), axis=0), np.tile(data.candidates[allowed], (len(shapes), 1)),
                         data.space, data.dtype, resources, data.hardware)
-        scores = ranker.score(rows).reshape(len(shapes), len(allowed))
+        scores = ranker.score(ranker.matrix(rows, np.tile(allowed, len(shapes)))).reshape(len(shapes), len(allowed))
         return scores if correction is None else scores + correction.for_shapes(shapes, allowed)
 
     shortlist = build_shortlist(score, grid_axes(data.shapes[shape_indices]), allowed, shortlist_shapes)
@@ -284,8 +288,8 @@ def corrected_lists(data: TrainingData, ranker: ConfigRanker, shape_indices: np.
 
 
 # ---------------------------------------------------------------------------------------------
-# File format: MAGIC, one line of JSON header, then a zlib-compressed pickle of the models, shortlist, resources,
-# correction, head and neighbour evidence
+# File format: MAGIC, one line of JSON header, then a zlib-compressed pickle of the models, config profile, shortlist,
+# resources, correction, head and neighbour evidence
 # ---------------------------------------------------------------------------------------------
 
 def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
@@ -294,6 +298,7 @@ def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
         "format_version": FORMAT_VERSION, "kernel": predictor.kernel, "dtype": predictor.dtype,
         "gpu": predictor.gpu, "hardware": asdict(predictor.hardware), "compiled_resources": predictor.resources.source,
         "feature_names": predictor.feature_names,
+        "profile_names": [] if predictor.ranker.profile_ is None else predictor.ranker.profile_.names,
         "parameters": [parameter.to_spec() for parameter in predictor.space.parameters],
         "candidates": predictor.candidates.tolist(), "portfolio": predictor.portfolio.tolist(),
         "settings": asdict(predictor.ranker.settings),
@@ -305,10 +310,11 @@ def _header(predictor: Predictor, payload: bytes) -> dict[str, Any]:
 
 
 def save_predictor(predictor: Predictor, path: str | os.PathLike[str]) -> None:
-    """Write the predictor atomically: the magic line, a JSON header line, then the models, shortlist, compiled
-    resources, neighbour correction, head and neighbour evidence, pickled and zlib-compressed."""
+    """Write the predictor atomically: the magic line, a JSON header line, then the models, config profile,
+    shortlist, compiled resources, neighbour correction, head and neighbour evidence, pickled and zlib-compressed."""
     path = Path(path)
-    content = {"models": predictor.ranker.models_, "shortlist": predictor.shortlist, "resources": predictor.resources,
+    content = {"models": predictor.ranker.models_, "profile": predictor.ranker.profile_,
+               "shortlist": predictor.shortlist, "resources": predictor.resources,
                "correction": predictor.correction, "head": predictor.head, "evidence": predictor.evidence}
     payload = zlib.compress(pickle.dumps(content), PAYLOAD_COMPRESSION_LEVEL)
     header = json.dumps(_header(predictor, payload), sort_keys=True).encode()
@@ -367,15 +373,20 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
                              f"{len(expected)} this code computes ({'; '.join(differing[:3]) or 'lengths differ'})")
     content = pickle.loads(zlib.decompress(payload))
     models = content["models"] if "models" in content else [content["model"]]
+    profile = content.get("profile")
+    width = len(expected) + (0 if profile is None else len(profile.names))
     for model in models:
-        if int(model.n_features_in_) != len(expected):
-            raise PredictorError(f"{path}: a model takes {model.n_features_in_} features, the schema has "
-                                 f"{len(expected)}")
+        if int(model.n_features_in_) != width:
+            raise PredictorError(f"{path}: a model takes {model.n_features_in_} columns, the schema has {width} "
+                                 f"({len(expected)} features and {width - len(expected)} of the config profile)")
     ranker = ConfigRanker(RankerSettings(**header["settings"]))
     if len(models) != ranker.settings.models:
         raise PredictorError(f"{path}: the payload holds {len(models)} models, the header's settings "
                              f"{ranker.settings.models}")
-    ranker.models_ = models
+    if (profile is None) != (ranker.settings.profile_factors == 0):
+        raise PredictorError(f"{path}: the header's profile_factors is {ranker.settings.profile_factors}, but the "
+                             f"payload {'has no' if profile is None else 'has a'} config profile")
+    ranker.models_, ranker.profile_ = models, profile
     return Predictor(ranker, space, np.array(header["candidates"], dtype=np.int64), kernel=kernel,
                      dtype=header["dtype"], gpu=header["gpu"], hardware=Hardware(**header["hardware"]),
                      resources=content["resources"], shortlist=content["shortlist"],

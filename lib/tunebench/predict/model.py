@@ -2,7 +2,8 @@
 
 `training_data` turns a Dataset into features and targets; `ConfigRanker` is a gradient-boosted model with one of
 two objectives (throughput regression, or per-shape relative speed), optionally one per group of alignment classes
-(`predict.split`); `select_ranker` tunes it on an inner grouped split of the training shapes only.
+(`predict.split`) and with its training shapes' config profile beside the features (`predict.profile`);
+`select_ranker` tunes it on an inner grouped split of the training shapes only.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tunebench.measure.result import Status
 from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.evaluation import shape_efficiency
 from tunebench.predict.features import Hardware, feature_names, features
+from tunebench.predict.profile import ConfigProfile
 from tunebench.predict.split import SplitModel, check_split, row_groups
 from tunebench.space import Space
 
@@ -75,6 +77,10 @@ class TrainingData:
         """Row indices of the given shapes, shape by shape."""
         count = len(self.candidates)
         return (np.asarray(shape_indices)[:, None] * count + np.arange(count)[None, :]).ravel()
+
+    def candidate_of(self, rows: np.ndarray) -> np.ndarray:
+        """The candidate index of each row."""
+        return np.asarray(rows) % len(self.candidates)
 
 
 def common_candidates(dataset: Dataset) -> np.ndarray:
@@ -146,6 +152,8 @@ class RankerSettings:
     alignment_split: a name in `split.ALIGNMENT_SPLITS`: "none", one regressor per member over every row; "aligned"
         (aligned, unaligned) or "class" (aligned, hinted, odd), one regressor per group per member, each fitted on its
         group's rows with these settings.
+    profile_factors: 0, the features alone; n, each row also carries its candidate's config profile over the training
+        shapes (`predict.profile`: the mean log relative speed and n component loadings).
     """
 
     objective: str = "relative"
@@ -162,6 +170,7 @@ class RankerSettings:
     subsample_keep: float = SUBSAMPLE_KEEP
     models: int = 1
     alignment_split: str = "none"
+    profile_factors: int = 0
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -173,6 +182,9 @@ class RankerSettings:
         if isinstance(self.models, bool) or not isinstance(self.models, int) or self.models < 1:
             raise ValueError(f"models must be an integer >= 1, got {self.models!r}")
         check_split(self.alignment_split)
+        if isinstance(self.profile_factors, bool) or not isinstance(self.profile_factors, int) or \
+                self.profile_factors < 0:
+            raise ValueError(f"profile_factors must be an integer >= 0 (0: no profile), got {self.profile_factors!r}")
 
 
 def portfolio(data: TrainingData, shape_indices: np.ndarray, size: int) -> np.ndarray:
@@ -202,7 +214,11 @@ def restrict(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 
 
 class ConfigRanker:
-    """Scores (shape, config) rows, higher meaning faster; within a shape, the argmax is the predicted best config."""
+    """Scores (shape, config) rows, higher meaning faster; within a shape, the argmax is the predicted best config.
+    With a profile (`settings.profile_factors`), `score` takes `matrix(features, candidates)`: the rows' features
+    with their candidates' profile columns after them."""
+
+    profile_: ConfigProfile | None = None  # set by `fit`; None: the features alone
 
     def __init__(self, settings: RankerSettings = RankerSettings()) -> None:
         self.settings = settings
@@ -237,11 +253,13 @@ class ConfigRanker:
         rows = np.arange(len(data.latency_ms)) if rows is None else rows
         split = self.settings.alignment_split
         every_group = None if split == "none" else row_groups(split, data.features)  # column views: no copy
+        self.profile_ = self._profile(data, rows)
         self.models_ = []
         for member in range(self.settings.models):
             kept, target, weight = self.training_rows(data, rows, member)
             if split == "none":
-                self.models_.append(self._regressor(member).fit(data.features[kept], target, sample_weight=weight))
+                self.models_.append(self._regressor(member).fit(self.data_matrix(data, kept), target,
+                                                                sample_weight=weight))
                 continue
             groups = every_group[kept]
             regressors = []
@@ -250,10 +268,29 @@ class ConfigRanker:
                 if not chosen.any():
                     raise ValueError(f"alignment_split {split!r}: the training rows have no shape of the group "
                                      f"{'/'.join(names)}; fit with alignment_split='none' or add such shapes")
-                regressors.append(self._regressor(member).fit(data.features[kept[chosen]], target[chosen],
+                regressors.append(self._regressor(member).fit(self.data_matrix(data, kept[chosen]), target[chosen],
                                                               sample_weight=weight[chosen]))
             self.models_.append(SplitModel(split, regressors))
         return self
+
+    def _profile(self, data: TrainingData, rows: np.ndarray) -> ConfigProfile | None:
+        """The config profile of the shapes `rows` cover (None without `profile_factors`); every candidate of a
+        covered shape counts, so that the profile is a property of the training shapes, not of a row sample."""
+        if self.settings.profile_factors == 0:
+            return None
+        shapes = np.unique(data.group[rows])
+        every = data.rows_of(shapes)
+        speed = relative_speed(data.latency_ms[every], data.group[every]).reshape(len(shapes), -1)
+        return ConfigProfile.fit(speed, min(self.settings.profile_factors, *speed.shape))
+
+    def matrix(self, features: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """What the models read of rows with these features and candidate indices: the features, then the profile's
+        columns when the ranker has one."""
+        return features if self.profile_ is None else self.profile_.append(features, candidates)
+
+    def data_matrix(self, data: TrainingData, rows: np.ndarray) -> np.ndarray:
+        """`matrix` of the given rows of a TrainingData."""
+        return self.matrix(data.features[rows], data.candidate_of(rows))
 
     def _regressor(self, member: int) -> HistGradientBoostingRegressor:
         settings = self.settings
@@ -264,13 +301,21 @@ class ConfigRanker:
             random_state=settings.random_state + member)
 
     def score(self, matrix: np.ndarray, members: int | None = None) -> np.ndarray:
-        """The mean of the first `members` models' predictions (all by default)."""
+        """The mean of the first `members` models' predictions (all by default) of `matrix(features, candidates)`."""
+        self._check_width(matrix)
         models = self.models_[:members]
         return np.mean([model.predict(matrix) for model in models], axis=0)
+
+    def _check_width(self, matrix: np.ndarray) -> None:
+        width = int(self.models_[0].n_features_in_)
+        if matrix.shape[-1] != width:
+            raise ValueError(f"the ranker reads {width} columns per row, got {matrix.shape[-1]}; with a config "
+                             "profile, pass `ranker.matrix(features, candidates)`")
 
     def staged_scores(self, matrix: np.ndarray) -> list[np.ndarray]:
         """Scores after each boosting iteration, averaged over the models (to choose the iteration count on
         validation shapes)."""
+        self._check_width(matrix)
         return [np.mean(stage, axis=0) for stage in zip(*(model.staged_predict(matrix) for model in self.models_))]
 
 
@@ -314,7 +359,7 @@ def select_ranker(data: TrainingData, train_shapes: np.ndarray, objective: str, 
         for values in itertools.product(*grid.values()):
             settings = replace(RankerSettings(objective=objective, max_iter=max(iterations)), **dict(zip(grid, values)))
             ranker = ConfigRanker(settings).fit(data, fit_rows)
-            for count, scores in enumerate(ranker.staged_scores(data.features[validation_rows]), start=1):
+            for count, scores in enumerate(ranker.staged_scores(ranker.data_matrix(data, validation_rows)), start=1):
                 if count not in iterations:
                     continue
                 scores = scores.reshape(latency.shape)
