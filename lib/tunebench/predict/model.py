@@ -153,7 +153,8 @@ class RankerSettings:
         (aligned, unaligned) or "class" (aligned, hinted, odd), one regressor per group per member, each fitted on its
         group's rows with these settings.
     profile_factors: 0, the features alone; n, each row also carries its candidate's config profile over the training
-        shapes (`predict.profile`: the mean log relative speed and n component loadings).
+        shapes (`predict.profile`: the mean log relative speed and n component loadings, n at most the number of
+        training shapes and of candidates).
     """
 
     objective: str = "relative"
