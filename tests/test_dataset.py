@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -216,6 +218,33 @@ def test_constructor_rejects_bad_frames():
     with pytest.raises(DatasetError, match="provenance must be JSON-able"):
         make_dataset(provenance={"when": object()})
 
+
+
+def test_repeats_are_kept_as_lists_of_float_whatever_held_them():
+    measurements = make_dataset().measurements
+    as_arrays = measurements.assign(repeats_ms=[np.asarray(r, dtype=np.float32) for r in measurements["repeats_ms"]])
+    repeats = make_dataset(measurements=as_arrays).measurements["repeats_ms"]
+    assert all(type(r) is list and all(type(x) is float for x in r) for r in repeats)
+    assert repeats.tolist() == [np.float32(r).tolist() for r in measurements["repeats_ms"]]
+    bad = measurements.copy()
+    bad.at[0, "repeats_ms"] = [1.0, "fast"]
+    with pytest.raises(DatasetError, match=r"repeats_ms must hold lists of numbers, got \[1.0, 'fast'\]"):
+        make_dataset(measurements=bad)
+
+
+def test_loading_leaves_the_cyclic_collector_as_it_was(saved, tmp_path):
+    load_dataset(saved)
+    assert gc.isenabled()
+    (tmp_path / "text.parquet").write_text("hello")
+    with pytest.raises(DatasetError, match="not a readable parquet file"):
+        load_dataset(tmp_path / "text.parquet")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_dataset(saved)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 def shifted(dataset: Dataset, by: int, **changes) -> Dataset:
     """The same measurements on other shapes (M + by), e.g. a later sitting's extension."""

@@ -32,6 +32,8 @@ appends them in file-name order (`001_name.parquet`, `002_...`), and each one's 
 from __future__ import annotations
 
 import contextlib
+import gc
+import itertools
 import json
 import math
 import numbers
@@ -40,7 +42,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -301,6 +303,9 @@ def _status_column(column: pd.Series, what: str) -> pd.Series:
 
 
 def _repeats_column(column: pd.Series, what: str) -> pd.Series:
+    if set(map(type, column)) <= {list} and set(map(type, itertools.chain.from_iterable(column))) <= {float}:
+        return column.astype(object)  # already lists of float, as a loaded file's are: no per-row conversion
+
     def as_list(value: Any) -> list[float]:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return []
@@ -399,9 +404,23 @@ def save_dataset(dataset: Dataset, path: str | os.PathLike[str]) -> None:
 def load_dataset(path: str | os.PathLike[str], *, kernel: str | None = None) -> Dataset:
     """Read and validate a dataset file and its extensions; with `kernel`, also check that it holds that kernel."""
     path = Path(path)
-    dataset = _load_file(path, kernel)
-    extensions = extension_files(path)
-    return _extended(dataset, [(file, _load_file(file, kernel)) for file in extensions]) if extensions else dataset
+    with _cyclic_gc_paused():
+        dataset = _load_file(path, kernel)
+        extensions = extension_files(path)
+        return _extended(dataset, [(file, _load_file(file, kernel)) for file in extensions]) if extensions else dataset
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Python's cyclic collector paused: a dataset's repeats are a million small lists, and the collections their
+    making triggers, each walking every list made so far, took most of a prediction dataset's load time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _load_file(path: Path, kernel: str | None) -> Dataset:
@@ -524,9 +543,12 @@ def _extended(base: Dataset, extensions: Sequence[tuple[Path, Dataset]]) -> Data
         rows += len(extension.measurements) + len(extension.vendor)
         measurements.append(extension.measurements)
         vendor.append(extension.vendor)
-    return Dataset(kernel=base.kernel, dtype=base.dtype, gpu=base.gpu, shape_names=base.shape_names,
-                   parameters=base.parameters, measurements=pd.concat(measurements, ignore_index=True),
-                   vendor=pd.concat(vendor, ignore_index=True), provenance=sweep_provenance(records))
+    extended = Dataset(kernel=base.kernel, dtype=base.dtype, gpu=base.gpu, shape_names=base.shape_names,
+                       parameters=base.parameters, measurements=base.measurements.iloc[:0],
+                       vendor=pd.concat(vendor, ignore_index=True), provenance=sweep_provenance(records))
+    # Each part was validated when it was made and their shapes are disjoint (above): the rows need no second pass.
+    extended.measurements = pd.concat(measurements, ignore_index=True)
+    return extended
 
 
 # -- provenance ----------------------------------------------------------------------------------
