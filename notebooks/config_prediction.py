@@ -51,6 +51,7 @@ fold = 0  # the outer fold (of 5) fitted here for importances and traces
 fold_fraction = 0.4  # share of the fold's training and held-out shapes used there (seeded; below 1 is quicker, noisier)
 permutation_repeats = 2  # shuffles per feature for the permutation importance
 importance_models = 1  # models averaged in the fit for importances and traces (the deployed predictor averages more)
+importance_trees = 0  # boosting iterations of that fit (0: the deployed model's; fewer is quicker and rougher)
 trace_shapes = 3  # held-out shapes of the fold whose cold and warm searches are traced
 trace_strategy = "lfbo"  # the inner strategy of the traced searches
 seeds_k = 10  # the model's top configs the warm start measures first
@@ -70,7 +71,9 @@ results = repo_path(results_dir)
 per_shape = pd.read_csv(results / "per_shape.csv")
 header = read_header(next(results.glob("*.predictor")))
 show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "results_dir": results_dir, "fold": fold,
-                 "fold_fraction": fold_fraction, "permutation_repeats": permutation_repeats, "importance_models": importance_models, "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
+                 "fold_fraction": fold_fraction, "permutation_repeats": permutation_repeats,
+                 "importance_models": importance_models, "importance_trees": importance_trees,
+                 "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
                  "cdf_from": cdf_from, "retime_journal": retime_journal, "live_traces": live_traces},
                 {"kernel": data.kernel, "dtype": data.dtype, "gpu": data.gpu, "shapes": len(data.shapes),
                  "candidates": len(data.candidates), "deployed model": str(header["settings"]),
@@ -130,12 +133,14 @@ summary.style.format({"mean": "{:.2%}", "p10": "{:.2%}", "min": "{:.2%}", "media
 # Permutation importance on the held-out shapes of one fold: how much the mean efficiency of the picks drops when
 # one column is shuffled across the fold's rows: a feature, or a column of the config profile when the model reads
 # one. The model was trained on the other folds, with the deployed model's settings, but averaging
-# `importance_models` models: one by default, to keep the notebook quick. The rows are scored by the fold predictor's
-# compiled trees (`predict.forest`: sklearn's predictions to rounding, about 1.6 times as fast on a fold's rows).
+# `importance_models` models: one by default, to keep the notebook quick (`importance_trees` can shorten them too).
+# The rows are scored by the fold predictor's compiled trees (`predict.forest`: sklearn's predictions to rounding,
+# about 1.6 times as fast on a fold's rows).
 
 # %%
 train, test = (thin_shapes(shapes, fold_fraction) for shapes in grouped_folds(data.group, 5)[fold])
-settings = replace(RankerSettings(**header["settings"]), models=importance_models)
+settings = replace(RankerSettings(**header["settings"]), models=importance_models,
+                   max_iter=importance_trees or header["settings"]["max_iter"])
 with threadpool_limits(1):
     predictor = fit_predictor(data, settings, train, shortlist_shapes=())  # no dispatcher grid: ranks only
 rows = data.rows_of(test)

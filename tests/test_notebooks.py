@@ -108,7 +108,7 @@ def test_sampled_configs_reads_the_study_and_draws_pca_and_failures(tiny_study, 
 
 def test_config_prediction_draws_efficiency_families_importances_and_traces(tmp_path: Path) -> None:
     text = render("config_prediction.py", tmp_path, {"fold_fraction": 0.1, "permutation_repeats": 1, "trace_shapes": 1,
-                                                     "budget": 20})
+                                                     "budget": 20, "importance_trees": 100})
     # efficiency CDFs (replay, re-timed side by side), permutation importances, warm vs cold traces, live traces
     assert len(FIGURE.findall(text)) == 7  # the live traces: one figure per group of the three
     assert len(DATA_TABLE.findall(text)) == 1, "the per-family table"
