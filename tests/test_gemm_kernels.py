@@ -3,6 +3,8 @@ on the recorded TMA sweep and live traces: the sweep's table, the replay's per-r
 tables of both kernels, and the figures (CPU, seconds)."""
 
 import math
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -137,3 +139,21 @@ def test_tma_rounds_times_the_sweeps_top_configs_and_cublas_in_every_round(tmp_p
     assert square["vs cuBLAS, median of rounds"] == pytest.approx(100 / fastest.BLOCK_K, abs=1e-3)
     assert square["rounds"] == tma_rounds.ROUNDS and square["lowest round"] == square["highest round"]
     assert "Command: `x`" in tma_rounds.summarize(out, "x")
+
+
+@pytest.mark.parametrize("dataset, live", [("results/datasets/matmul_tma_bfloat16_h200_mid.parquet", False),
+                                           ("results/datasets/matmul_tma_bfloat16_h200.parquet", True)])
+def test_the_benchmark_reports_a_sweep_given_by_a_relative_path_with_live_runs_only_for_theirs(dataset, live, tmp_path):
+    repository = Path(__file__).resolve().parents[1]
+    completed = subprocess.run(
+        [sys.executable, "benchmarks/tma_kernel.py", "--dataset", dataset, "--seeds", "1", "--seconds", "1",
+         "--workers", "1", "--out", str(tmp_path)], cwd=repository, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(repository / "lib"), os.environ.get("PYTHONPATH", "")])})
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    summary = (tmp_path / "summary.md").read_text()
+    assert f"## The recorded sweep (`{dataset}`)" in summary
+    shapes = {tuple(shape) for shape in open_dataset(repository / dataset).shapes()}
+    replays = summary.split("## Replayed searches")[1].split("## Live")[0]
+    assert replays.count("| lfbo |") == len(shapes), "a replay row per shape of the sweep given"
+    assert ("## Live on the H200, both kernels" in summary) is live
+    assert ("## Repeated live runs" in summary) is live
