@@ -219,7 +219,6 @@ def test_constructor_rejects_bad_frames():
         make_dataset(provenance={"when": object()})
 
 
-
 def test_repeats_are_kept_as_lists_of_float_whatever_held_them():
     measurements = make_dataset().measurements
     as_arrays = measurements.assign(repeats_ms=[np.asarray(r, dtype=np.float32) for r in measurements["repeats_ms"]])
@@ -245,6 +244,7 @@ def test_loading_leaves_the_cyclic_collector_as_it_was(saved, tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
 
 def shifted(dataset: Dataset, by: int, **changes) -> Dataset:
     """The same measurements on other shapes (M + by), e.g. a later sitting's extension."""
