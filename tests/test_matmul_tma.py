@@ -1,5 +1,11 @@
 """The TMA GEMM: its resource model and space, its shape rules, and its numerics under the interpreter or on a GPU."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -8,9 +14,14 @@ from tunebench.kernels import get_kernel, launch_parameters, matmul, matmul_tma
 
 from launch_recorder import LaunchRecorder
 
+LIB = Path(__file__).resolve().parents[1] / "lib"
 SPACE = matmul_tma.config_space()
 BIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 1, "WARP_SPECIALIZE": True,
-       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "num_warps": 8, "num_stages": 4}
+       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "WIDEN": False, "num_warps": 8, "num_stages": 4}
+# 128 x 192 output tiles (128 + 64 columns): 132 of them at 768 x 4096, one per H200 SM. WIDEN is a kernel option
+# outside the space (see `matmul_tma.tile_columns`).
+WIDE = dict(BIG, BLOCK_N=128, PROGRAMS_PER_SM=0, WARP_SPECIALIZE=False, WIDEN=True, num_warps=4, num_stages=4)
+BIG = {name: value for name, value in BIG.items() if name != "WIDEN"}  # the space's configs carry no WIDEN
 
 
 def test_space_is_large_and_every_config_fits_the_resource_model():
@@ -20,6 +31,7 @@ def test_space_is_large_and_every_config_fits_the_resource_model():
         assert matmul_tma.shared_memory_bytes(config) <= matmul.HOPPER.shared_memory_bytes
         assert matmul_tma.accumulator_elements_per_thread(config) <= 128
         assert config["PROGRAMS_PER_SM"] > 0 or not config["FLATTEN"]
+    assert {matmul_tma.tile_columns(config) for config in configs} == {64, 128, 256}
 
 
 def test_resource_model_by_hand():
@@ -28,6 +40,13 @@ def test_resource_model_by_hand():
     assert SPACE.is_valid(BIG)
     assert "shared_memory" in SPACE.violations(dict(BIG, EPILOGUE_SPLIT=1))  # 262,144 bytes
     assert "accumulator_registers" in SPACE.violations(dict(BIG, num_warps=4))
+    # a widened tile stages 1.5 x the B block: 4 x (128*64 + 64*192) x 2 + 128*64 x 2, and holds 192 per thread
+    assert matmul_tma.shared_memory_bytes(WIDE) == 4 * (128 * 64 + 64 * 192) * 2 + 128 * 64 * 2  # 180,224
+    assert matmul_tma.accumulator_elements_per_thread(WIDE) == 128 * 192 / 128
+    assert matmul_tma.programs(WIDE, (768, 4096, 14336), 132) == 6 * 22
+    assert matmul_tma.tile_columns(BIG) == matmul_tma.tile_columns(dict(BIG, WIDEN=False)) == 256
+    with pytest.raises(ValueError, match="WIDEN needs EPILOGUE_SPLIT=2"):
+        matmul_tma.run(dict(WIDE, EPILOGUE_SPLIT=1), matmul_tma.make_inputs((8, 16, 16), "float16", "cpu"))
     assert "flatten_needs_persistence" in SPACE.violations(dict(BIG, PROGRAMS_PER_SM=0, FLATTEN=True))
 
 
@@ -80,7 +99,8 @@ def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
     (warm_args, warm_options), (launch_args, launch_options) = recorder.calls["warmup"], recorder.calls["launch"]
     assert warm_options == launch_options
     assert [_descriptor_fields(arg) for arg in warm_args] == [_descriptor_fields(arg) for arg in launch_args]
-    assert _descriptor_fields(launch_args[2]) == (torch.float16, [37, 72], [72, 1], [128, 128])  # the split epilogue
+    assert _descriptor_fields(launch_args[2]) == (torch.float16, [56, 72], [72, 1], [64, 128])  # WIDEN's B block
+    assert _descriptor_fields(launch_args[3]) == (torch.float16, [37, 72], [72, 1], [128, 128])  # the split epilogue
 
 
 def test_inputs_have_no_split_k_workspace():
@@ -91,8 +111,11 @@ def test_inputs_have_no_split_k_workspace():
 def _small_configs(count, seed):
     rng = np.random.default_rng(seed)
     configs = [c for c in SPACE.sample(rng, 400, unique=True) if c["BLOCK_M"] * c["BLOCK_N"] * c["BLOCK_K"] <= 64 ** 3]
-    # always cover a persistent walk over several tiles and the split epilogue
+    # always cover a persistent walk over several tiles and the split epilogue, and widened tiles (64 x 96: N = 72
+    # and 264 end inside the extra block, N = 128 inside the first block of a second tile)
     configs.insert(0, dict(BIG, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, EPILOGUE_SPLIT=2, PROGRAMS_PER_SM=1))
+    configs.insert(1, dict(WIDE, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, PROGRAMS_PER_SM=1, FLATTEN=True))
+    configs.insert(2, dict(WIDE, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32))
     return configs[:count]
 
 
@@ -103,7 +126,7 @@ INTERPRETER_SHAPES = [(37, 72, 56), (64, 128, 64), (70, 264, 40)]
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU test below covers this")
 @pytest.mark.parametrize("shape", INTERPRETER_SHAPES)
 def test_interpreter_matches_reference(shape):
-    for config in _small_configs(3, seed=sum(shape)):
+    for config in _small_configs(4, seed=sum(shape)):
         inputs = matmul_tma.make_inputs(shape, "float16", "cpu", seed=3)
         inputs.out.fill_(float("nan"))
         output = matmul_tma.run(config, inputs)
@@ -121,6 +144,8 @@ GPU_CONFIGS = [
     dict(BIG, BLOCK_M=256, BLOCK_N=128, PROGRAMS_PER_SM=2, FLATTEN=True, num_stages=3),
     dict(BIG, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=1, FLATTEN=True, EPILOGUE_SPLIT=1, num_warps=4,
          num_stages=2),
+    WIDE,  # widened tiles, outside the space: a program per tile, and persistent with two warp groups
+    dict(WIDE, PROGRAMS_PER_SM=1, FLATTEN=True, num_warps=8, num_stages=3),
 ]
 
 
@@ -129,7 +154,7 @@ GPU_CONFIGS = [
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (77, 5000, 3000), (4096, 4096, 4096), (333, 1000, 520)])
 def test_gpu_matches_reference(dtype, shape):
     for config in GPU_CONFIGS:
-        assert SPACE.is_valid(config)
+        assert SPACE.is_valid({name: value for name, value in config.items() if name != "WIDEN"})
         inputs = matmul_tma.make_inputs(shape, dtype, "cuda", seed=4)
         inputs.out.fill_(float("nan"))
         output = matmul_tma.run(config, inputs)
@@ -148,3 +173,47 @@ def test_gpu_compile_only_builds_the_binary_that_run_launches_for_any_m():
         *matmul_tma._descriptors(config, inputs.a, inputs.b, inputs.out, shape), *shape,
         **matmul_tma._launch_arguments(config))
     assert launched.hash == compiled.hash
+
+
+# Compiled for sm_90 through ptxas on any machine, in a fresh interpreter without TRITON_INTERPRET (as in
+# test_cross_compile.py): widened tiles build, and the resource model's shared memory matches the compiler's.
+CROSS_COMPILE = """
+import functools, json, os, sys, tempfile
+from pathlib import Path
+from triton.backends.compiler import GPUTarget
+from tunebench.measure import live
+from tunebench.measure.workers import Worker, start_worker_server
+
+if __name__ == "__main__":
+    start_worker_server(live.worker_modules("matmul_tma"), wait=True)
+    os.environ["TRITON_CACHE_DIR"] = cache = tempfile.mkdtemp()
+    worker = Worker(functools.partial(live._compile_handler, "matmul_tma", "bfloat16", GPUTarget("cuda", 90, 32)))
+    answers = []
+    try:
+        for config in json.loads(sys.argv[1]):
+            outcome = worker.call((config, (768, 4096, 14336)), timeout_s=600)
+            answers.append({"status": outcome.status.value, "error": outcome.error})
+    finally:
+        worker.close()
+    shared = {}
+    for path in Path(cache).rglob("matmul_tma_kernel.json"):
+        meta = json.loads(path.read_text())
+        shared[meta["num_warps"]] = meta["shared"]
+    print(json.dumps({"answers": answers, "shared": shared}))
+"""
+
+
+def test_widened_and_plain_tiles_compile_for_sm90_with_the_modelled_shared_memory(tmp_path):
+    configs = [WIDE, dict(BIG, WARP_SPECIALIZE=False, PROGRAMS_PER_SM=0)]  # 4 and 8 warps: told apart in the cache
+    script = tmp_path / "cross_compile.py"
+    script.write_text(CROSS_COMPILE)
+    environment = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}
+    environment["PYTHONPATH"] = os.pathsep.join([str(LIB), environment.get("PYTHONPATH", "")])
+    completed = subprocess.run([sys.executable, str(script), json.dumps(configs)], env=environment,
+                               capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    answer = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert [a["status"] for a in answer["answers"]] == ["ok", "ok"], answer["answers"]
+    for config in configs:  # the compiler adds the pipeline's barriers: a few hundred bytes at most
+        modelled = matmul_tma.shared_memory_bytes(config)
+        assert modelled <= answer["shared"][str(config["num_warps"])] <= modelled + 512, (config, answer["shared"])

@@ -1,6 +1,7 @@
 """Tunable Hopper GEMM with tensor-memory-accelerator (TMA) loads and stores, C = A @ B as in `matmul`.
 
-Its space adds what `matmul` lacks at large shapes: persistent programs, warp specialization and a split epilogue.
+Its space adds what `matmul` lacks at large shapes: persistent programs, warp specialization and a split epilogue. The
+kernel can also widen its tiles by half (WIDEN, outside the space until it is checked on a GPU; see `tile_columns`).
 """
 
 from __future__ import annotations
@@ -39,16 +40,20 @@ TMA_ALIGNMENT = 8
 # several when PROGRAMS_PER_SM caps the grid: a persistent kernel). With WARP_SPECIALIZE the compiler splits the
 # walk into producer warps that issue the TMA loads and consumer warps that run the tensor-core dots; FLATTEN lets it
 # pipeline loads across tile boundaries. EPILOGUE_SPLIT stores the tile in that many column slices, so the output
-# staging buffer in shared memory shrinks by the same factor.
+# staging buffer in shared memory shrinks by the same factor. WIDEN adds a second column block of BLOCK_N / 2 beside
+# the first, with a dot of its own on the same A tile: a tile of 1.5 x BLOCK_N columns, which Triton's power-of-two
+# blocks cannot express in one (768 x 4096 tokens x features: 6 x 22 = 132 tiles of 128 x 192, one per H200 SM, where
+# 128 x 256 makes 96 and 128 x 128 makes 192). A widened tile is stored in three slices of BLOCK_N / 2.
 @triton.jit(do_not_specialize=["M"])
 def matmul_tma_kernel(
-    a_desc, b_desc, c_desc,
+    a_desc, b_desc, b_extra_desc, c_desc,
     M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EPILOGUE_SPLIT: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr,
+    EPILOGUE_SPLIT: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr, WIDEN: tl.constexpr,
 ):
+    EXTRA_N: tl.constexpr = BLOCK_N // 2 if WIDEN else 0
     tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
+    tiles_n = tl.cdiv(N, BLOCK_N + EXTRA_N)
     k_steps = tl.cdiv(K, BLOCK_K)
     tiles_in_group = GROUP_M * tiles_n  # grouped order: GROUP_M tile rows share B's column tiles while in L2
     for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0),
@@ -56,10 +61,18 @@ def matmul_tma_kernel(
         first_m = tile // tiles_in_group * GROUP_M
         rows = min(tiles_m - first_m, GROUP_M)
         offset_m = (first_m + tile % tiles_in_group % rows) * BLOCK_M
-        offset_n = tile % tiles_in_group // rows * BLOCK_N
+        offset_n = tile % tiles_in_group // rows * (BLOCK_N + EXTRA_N)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k in range(k_steps):  # the descriptor zero-fills reads past K, M or N, and clips the stores
-            acc = tl.dot(a_desc.load([offset_m, k * BLOCK_K]), b_desc.load([k * BLOCK_K, offset_n]), acc)
+        if WIDEN:
+            extra = tl.zeros((BLOCK_M, EXTRA_N), dtype=tl.float32)
+            for k in range(k_steps):  # the descriptors zero-fill reads past K, M or N, and clip the stores
+                a = a_desc.load([offset_m, k * BLOCK_K])
+                acc = tl.dot(a, b_desc.load([k * BLOCK_K, offset_n]), acc)
+                extra = tl.dot(a, b_extra_desc.load([k * BLOCK_K, offset_n + BLOCK_N]), extra)
+            c_desc.store([offset_m, offset_n + BLOCK_N], extra.to(c_desc.dtype))
+        else:
+            for k in range(k_steps):
+                acc = tl.dot(a_desc.load([offset_m, k * BLOCK_K]), b_desc.load([k * BLOCK_K, offset_n]), acc)
         if EPILOGUE_SPLIT == 1:
             c_desc.store([offset_m, offset_n], acc.to(c_desc.dtype))
         else:
@@ -72,16 +85,30 @@ def matmul_tma_kernel(
 # Config space and the resource model that prunes it
 # ---------------------------------------------------------------------------------------------
 
+def tile_columns(config: Mapping[str, Any]) -> int:
+    """Output columns per tile: BLOCK_N, or 1.5 x BLOCK_N for a config with WIDEN set. WIDEN is a kernel option the
+    space does not offer yet (its configs, and every recorded one, lack it: False). A widened config needs
+    EPILOGUE_SPLIT=2, which `check_widened` enforces."""
+    return config["BLOCK_N"] * 3 // 2 if config.get("WIDEN", False) else config["BLOCK_N"]
+
+
+def check_widened(config: Mapping[str, Any]) -> None:
+    """Raise a ValueError unless a config with WIDEN set stores its tile in slices of BLOCK_N / 2 (EPILOGUE_SPLIT=2)."""
+    if config.get("WIDEN", False) and config["EPILOGUE_SPLIT"] != 2:
+        raise ValueError(f"WIDEN needs EPILOGUE_SPLIT=2 (a widened tile is stored in three slices of BLOCK_N / 2), "
+                         f"got EPILOGUE_SPLIT={config['EPILOGUE_SPLIT']!r}")
+
+
 def shared_memory_bytes(config: Mapping[str, Any], element_bytes: int = 2) -> int:
     """The load pipeline's stages plus the output slice staged for the TMA store."""
-    stage = (config["BLOCK_M"] * config["BLOCK_K"] + config["BLOCK_K"] * config["BLOCK_N"]) * element_bytes
+    stage = (config["BLOCK_M"] * config["BLOCK_K"] + config["BLOCK_K"] * tile_columns(config)) * element_bytes
     epilogue = config["BLOCK_M"] * config["BLOCK_N"] // config["EPILOGUE_SPLIT"] * element_bytes
     return config["num_stages"] * stage + epilogue
 
 
 def accumulator_elements_per_thread(config: Mapping[str, Any]) -> float:
     """fp32 accumulator elements each thread holds in registers."""
-    return config["BLOCK_M"] * config["BLOCK_N"] / (32 * config["num_warps"])
+    return config["BLOCK_M"] * tile_columns(config) / (32 * config["num_warps"])
 
 
 def config_space(limits: matmul.DeviceLimits = matmul.HOPPER) -> Space:
@@ -149,26 +176,30 @@ bytes_moved = matmul.bytes_moved
 def programs(config: Mapping[str, Any], shape: tuple[int, int, int], sms: int) -> int:
     """The grid: a program per output tile, or PROGRAMS_PER_SM per multiprocessor when that is fewer."""
     m, n, _ = shape
-    tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
+    tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, tile_columns(config))
     return tiles if config["PROGRAMS_PER_SM"] == 0 else min(tiles, config["PROGRAMS_PER_SM"] * sms)
 
 
 def _launch_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
+    check_widened(config)
     return {
         "BLOCK_M": config["BLOCK_M"], "BLOCK_N": config["BLOCK_N"], "BLOCK_K": config["BLOCK_K"],
         "GROUP_M": config["GROUP_M"], "EPILOGUE_SPLIT": config["EPILOGUE_SPLIT"],
         "WARP_SPECIALIZE": config["WARP_SPECIALIZE"], "FLATTEN": config["FLATTEN"],
+        "WIDEN": config.get("WIDEN", False),
         "num_warps": config["num_warps"], "num_stages": config["num_stages"],
     }
 
 
 def _descriptors(config: Mapping[str, Any], a: Any, b: Any, c: Any, shape: tuple[int, int, int]) -> tuple:
-    """TMA descriptors of row-major A (M x K), B (K x N) and C (M x N), each over the block one load or store moves.
-    The bases are the tensors to launch on, or (to compile) any tensors of their dtypes."""
+    """TMA descriptors of row-major A (M x K), B (K x N) twice (over BLOCK_N columns, and over the BLOCK_N / 2 that
+    WIDEN adds) and C (M x N), each over the block one load or store moves. The bases are the tensors to launch on,
+    or (to compile) any tensors of their dtypes."""
     m, n, k = shape
     block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
     return (TensorDescriptor(a, [m, k], [k, 1], [block_m, block_k]),
             TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n]),
+            TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n // 2]),
             TensorDescriptor(c, [m, n], [n, 1], [block_m, block_n // config["EPILOGUE_SPLIT"]]))
 
 

@@ -1,0 +1,43 @@
+"""The widened-tile benchmark's plan (the sweep's best and every widened config per shape) and its summary's ratios."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tunebench.kernels import matmul_tma
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import widened_tiles  # noqa: E402
+
+
+def test_plan_holds_the_sweeps_best_unwidened_and_every_widened_config_per_shape():
+    plan = widened_tiles.plan(widened_tiles.DATASET)
+    assert len(plan) == 4 * (1 + len(widened_tiles.WIDENED))
+    for _, group in plan.groupby(widened_tiles.SHAPE):
+        assert list(group.WIDEN) == [False] + [True] * len(widened_tiles.WIDENED)
+        assert group.candidate.is_unique
+    best = plan[(plan.M == 768) & ~plan.WIDEN].iloc[0]
+    assert (best.BLOCK_M, best.BLOCK_N, best.PROGRAMS_PER_SM) == (128, 256, 2)  # results/matmul_tma/mid_size
+    widest = plan[plan.WIDEN].apply(lambda row: matmul_tma.tile_columns(row.to_dict()), axis=1)
+    assert set(widest) == {96, 192}
+
+
+def test_summary_takes_each_rounds_ratio_to_cublas_in_that_round(tmp_path):
+    rows = []
+    for round_index, (cublas, config) in enumerate([(1.0, 2.0), (2.0, 2.0), (1.0, 1.0)]):
+        for kind, candidate, latency in (("vendor", "cuBLAS", cublas), ("config", "widened", config)):
+            rows.append({"M": 8, "N": 16, "K": 16, "candidate": candidate, "round": round_index, "kind": kind,
+                         "status": "ok", "latency_ms": latency, "gpu": "stand-in"})
+    out = tmp_path / "rounds.csv"
+    pd.DataFrame(rows).to_csv(out, index=False)
+    text = widened_tiles.summarize(out, "command")
+    # its median ms 2 over 3 rounds; ratios 0.5, 1 and 1: median 1, lowest 0.5, highest 1; cuBLAS's median ms 1
+    assert "| 8 | 16 | 16 | widened | 2 | 3 | 1 | 0.5 | 1 | 1 |" in text
+
+
+def test_plan_refuses_a_widened_config_without_the_split_epilogue(monkeypatch):
+    monkeypatch.setattr(widened_tiles, "WIDENED", (dict(widened_tiles.WIDE, EPILOGUE_SPLIT=1),))
+    with pytest.raises(ValueError, match="WIDEN needs EPILOGUE_SPLIT=2"):
+        widened_tiles.plan(widened_tiles.DATASET)
