@@ -13,15 +13,14 @@ results/matmul_tma/widened/rounds_h200.csv`, which writes the tables beside it (
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import random
 import statistics
+from pathlib import Path
 
 import pandas as pd
 
 from tunebench.files import write_text_atomically
-from tunebench.kernels import matmul_tma
+from tunebench.kernels import matmul, matmul_tma
 from tunebench.measure.dataset import load_dataset
 from tunebench.measure.rounds import rounds_command
 from tunebench.measure.timing import TimingPolicy
@@ -55,6 +54,9 @@ def plan(dataset_path: Path) -> pd.DataFrame:
                 raise ValueError(f"widened config {config} is not in the space, WIDEN aside: "
                                  f"{space.violations(unwidened)}")
             matmul_tma.check_widened(config)
+            if matmul_tma.shared_memory_bytes(config) > matmul.HOPPER.shared_memory_bytes:
+                raise ValueError(f"widened config {config} needs {matmul_tma.shared_memory_bytes(config)} bytes of "
+                                 f"shared memory; a Hopper SM has {matmul.HOPPER.shared_memory_bytes}")
             columns = matmul_tma.tile_columns(config)
             label = f"widened {config['BLOCK_M']}x{columns}, {config['num_warps']} warps, {config['num_stages']} stages"
             rows.append({**dict(zip(SHAPE, shape)), "candidate": label + (
@@ -65,8 +67,8 @@ def plan(dataset_path: Path) -> pd.DataFrame:
 def time_plan(out: Path, configs: pd.DataFrame, seed: int) -> None:
     """Time the plan's configs and cuBLAS in ROUNDS rounds on this machine's GPU, each config once a round in a seeded
     shuffled order and cuBLAS before them in even rounds and after them in odd ones, appending each finished round to
-    `out` (a killed run resumes by round). A config whose output misses the reference is recorded as wrong_result
-    and not timed."""
+    `out` (a killed run resumes by round). A config that fails to compile or run is recorded as error, and one whose
+    output misses the reference as wrong_result; neither is timed."""
     import torch
 
     from tunebench.measure.timing import Timer
@@ -91,12 +93,16 @@ def time_plan(out: Path, configs: pd.DataFrame, seed: int) -> None:
                 run = (lambda: matmul_tma.run_vendor(inputs)) if config is None else (
                     lambda config=config: matmul_tma.run(config, inputs))
                 inputs.out.fill_(float("nan"))
-                run()
-                right = matmul_tma.relative_error(inputs.out, expected) <= matmul_tma.TOLERANCE["bfloat16"]
+                try:
+                    run()
+                    status = "ok" if matmul_tma.relative_error(inputs.out, expected) <= matmul_tma.TOLERANCE[
+                        "bfloat16"] else "wrong_result"
+                except Exception as error:  # noqa: BLE001 (a compile or launch failure is a result to record)
+                    status = f"error: {type(error).__name__}: {str(error)[:200]}"
                 rows.append({**dict(zip(SHAPE, shape)), "candidate": candidate, "round": round_index,
-                             "kind": "vendor" if config is None else "config",
-                             "status": "ok" if right else "wrong_result",
-                             "latency_ms": statistics.median(timer.time(run)) if right else float("nan"), "gpu": gpu})
+                             "kind": "vendor" if config is None else "config", "status": status,
+                             "latency_ms": statistics.median(timer.time(run)) if status == "ok" else float("nan"),
+                             "gpu": gpu})
         done = pd.concat([done, pd.DataFrame(rows)], ignore_index=True)
         write_text_atomically(out, done.to_csv(index=False))
         print(f"round {round_index + 1} of {ROUNDS}: {len(rows)} timings", flush=True)
