@@ -17,11 +17,10 @@ from launch_recorder import LaunchRecorder
 LIB = Path(__file__).resolve().parents[1] / "lib"
 SPACE = matmul_tma.config_space()
 BIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 1, "WARP_SPECIALIZE": True,
-       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "WIDEN": False, "num_warps": 8, "num_stages": 4}
+       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "num_warps": 8, "num_stages": 4}
 # 128 x 192 output tiles (128 + 64 columns): 132 of them at 768 x 4096, one per H200 SM. WIDEN is a kernel option
-# outside the space (see `matmul_tma.tile_columns`).
+# outside the space (see `matmul_tma.tile_columns`): the space's configs carry none.
 WIDE = dict(BIG, BLOCK_N=128, PROGRAMS_PER_SM=0, WARP_SPECIALIZE=False, WIDEN=True, num_warps=4, num_stages=4)
-BIG = {name: value for name, value in BIG.items() if name != "WIDEN"}  # the space's configs carry no WIDEN
 
 
 def test_space_is_large_and_every_config_fits_the_resource_model():
