@@ -42,7 +42,7 @@ TMA_ALIGNMENT = 8
 # pipeline loads across tile boundaries. EPILOGUE_SPLIT stores the tile in that many column slices, so the output
 # staging buffer in shared memory shrinks by the same factor. WIDEN adds a second column block of BLOCK_N / 2 beside
 # the first, with a dot of its own on the same A tile: a tile of 1.5 x BLOCK_N columns, which Triton's power-of-two
-# blocks cannot express in one (768 x 4096 tokens x features: 6 x 22 = 132 tiles of 128 x 192, one per H200 SM, where
+# blocks cannot express in one (M x N = 768 x 4096 makes 6 x 22 = 132 tiles of 128 x 192, one per H200 SM, where
 # 128 x 256 makes 96 and 128 x 128 makes 192). A widened tile is stored in three slices of BLOCK_N / 2.
 @triton.jit(do_not_specialize=["M"])
 def matmul_tma_kernel(
