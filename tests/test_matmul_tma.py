@@ -90,16 +90,18 @@ def _descriptor_fields(arg):
 def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
     """compile_only must compile the binary that run launches: descriptors of the same dtypes, shapes, strides and
     blocks, the same integers and the same options."""
-    recorder = LaunchRecorder()
-    monkeypatch.setattr(matmul_tma, "matmul_tma_kernel", recorder)
     shape = (37, 72, 56)
-    matmul_tma.compile_only(BIG, shape, "float16")
-    matmul_tma.run(BIG, matmul_tma.make_inputs(shape, "float16", "cpu"))
-    (warm_args, warm_options), (launch_args, launch_options) = recorder.calls["warmup"], recorder.calls["launch"]
-    assert warm_options == launch_options
-    assert [_descriptor_fields(arg) for arg in warm_args] == [_descriptor_fields(arg) for arg in launch_args]
-    assert _descriptor_fields(launch_args[2]) == (torch.float16, [56, 72], [72, 1], [64, 128])  # WIDEN's B block
-    assert _descriptor_fields(launch_args[3]) == (torch.float16, [37, 72], [72, 1], [128, 128])  # the split epilogue
+    for config, extra_block in ((BIG, [64, 256]), (WIDE, [64, 64])):  # unwidened, B's own descriptor again
+        recorder = LaunchRecorder()
+        monkeypatch.setattr(matmul_tma, "matmul_tma_kernel", recorder)
+        matmul_tma.compile_only(config, shape, "float16")
+        matmul_tma.run(config, matmul_tma.make_inputs(shape, "float16", "cpu"))
+        (warm_args, warm_options), (launch_args, launch_options) = recorder.calls["warmup"], recorder.calls["launch"]
+        assert warm_options == launch_options
+        assert [_descriptor_fields(arg) for arg in warm_args] == [_descriptor_fields(arg) for arg in launch_args]
+        assert _descriptor_fields(launch_args[2]) == (torch.float16, [56, 72], [72, 1], extra_block)
+        assert _descriptor_fields(launch_args[3]) == (torch.float16, [37, 72], [72, 1],
+                                                      [128, config["BLOCK_N"] // 2])  # the split epilogue
 
 
 def test_inputs_have_no_split_k_workspace():

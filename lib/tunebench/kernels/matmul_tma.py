@@ -193,13 +193,13 @@ def _launch_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def _descriptors(config: Mapping[str, Any], a: Any, b: Any, c: Any, shape: tuple[int, int, int]) -> tuple:
     """TMA descriptors of row-major A (M x K), B (K x N) twice (over BLOCK_N columns, and over the BLOCK_N / 2 that
-    WIDEN adds) and C (M x N), each over the block one load or store moves. The bases are the tensors to launch on,
-    or (to compile) any tensors of their dtypes."""
+    WIDEN adds; without WIDEN the same descriptor again, unused) and C (M x N), each over the block one load or store
+    moves. The bases are the tensors to launch on, or (to compile) any tensors of their dtypes."""
     m, n, k = shape
     block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
-    return (TensorDescriptor(a, [m, k], [k, 1], [block_m, block_k]),
-            TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n]),
-            TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n // 2]),
+    b_desc = TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n])
+    b_extra_desc = TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n // 2]) if config.get("WIDEN") else b_desc
+    return (TensorDescriptor(a, [m, k], [k, 1], [block_m, block_k]), b_desc, b_extra_desc,
             TensorDescriptor(c, [m, n], [n, 1], [block_m, block_n // config["EPILOGUE_SPLIT"]]))
 
 
