@@ -13,6 +13,7 @@ same time on every SM and share the same slices of A and B in L2. On an H200:
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import statistics
 import sys
@@ -27,7 +28,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul, matmul_tma
 from tunebench.measure.timing import Timer, TimingPolicy
-from tunebench.measure.dataset import load_dataset
+from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,9 +126,14 @@ def variant_name(tile: tuple[int, ...], reduce: bool, heads_first: bool) -> str:
             f"{'reduced' if reduce else 'unreduced (wrong output)'}, {'heads first' if heads_first else 'in order'}")
 
 
+@functools.cache
+def _sweep() -> Dataset:
+    return load_dataset(SWEEP, kernel="matmul_tma")
+
+
 def sweep_best(shape: tuple[int, int, int]) -> dict:
     """The sweep's fastest `matmul_tma` config at `shape`."""
-    dataset = load_dataset(SWEEP, kernel="matmul_tma")
+    dataset = _sweep()
     task = dataset.task(shape)
     fastest = task[task.status == "ok"].sort_values("latency_ms", kind="stable").head(1)
     return fastest[list(dataset.parameter_names)].to_dict("records")[0]
