@@ -1,10 +1,11 @@
 """The TMA GEMM's widened tiles (WIDEN: 1.5 x BLOCK_N columns) against the recorded sweep's best config and cuBLAS at
 the prefill-sized layers, timed again in shuffled rounds with cuBLAS in each round.
 
-WIDEN is a kernel option outside the space (`matmul_tma.tile_columns`), so the sweep
-(`results/datasets/matmul_tma_bfloat16_h200_mid.parquet`) holds none, and the configs are timed here in this process
-with the default timing policy rather than through the bench's workers, which take only the space's configs. Each is
-checked against an fp32 reference first. First, anywhere: `.venv/bin/python benchmarks/widened_tiles.py --write-plan
+WIDEN (`matmul_tma.tile_columns`) joined the space after the sweep
+(`results/datasets/matmul_tma_bfloat16_h200_mid.parquet`), which holds none; these configs were timed before it joined,
+so here in this process with the default timing policy rather than through the bench's workers, which then took only
+the space's configs. Each is checked against an fp32
+reference first. First, anywhere: `.venv/bin/python benchmarks/widened_tiles.py --write-plan
 results/matmul_tma/widened/rounds_plan.csv`. Then on an H200: `PYTHONPATH=lib python3 benchmarks/widened_tiles.py
 --plan results/matmul_tma/widened/rounds_plan.csv --out results/matmul_tma/widened/rounds_h200.csv` (a killed run
 resumes by round). Then anywhere: `.venv/bin/python benchmarks/widened_tiles.py --summarize --out
@@ -20,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from tunebench.files import write_text_atomically
-from tunebench.kernels import matmul, matmul_tma
+from tunebench.kernels import matmul_tma
 from tunebench.measure.dataset import load_dataset
 from tunebench.measure.rounds import rounds_command
 from tunebench.measure.timing import TimingPolicy
@@ -49,14 +50,7 @@ def plan(dataset_path: Path) -> pd.DataFrame:
         rows.append({**dict(zip(SHAPE, shape)), "candidate": "the sweep's best",
                      **best[list(dataset.parameter_names)].to_dict("records")[0], "WIDEN": False})
         for config in WIDENED:
-            unwidened = {name: value for name, value in config.items() if name != "WIDEN"}
-            if not space.is_valid(unwidened):
-                raise ValueError(f"widened config {config} is not in the space, WIDEN aside: "
-                                 f"{space.violations(unwidened)}")
-            matmul_tma.check_widened(config)
-            if matmul_tma.shared_memory_bytes(config) > matmul.HOPPER.shared_memory_bytes:
-                raise ValueError(f"widened config {config} needs {matmul_tma.shared_memory_bytes(config)} bytes of "
-                                 f"shared memory; a Hopper SM has {matmul.HOPPER.shared_memory_bytes}")
+            space.check(config)
             columns = matmul_tma.tile_columns(config)
             label = f"widened {config['BLOCK_M']}x{columns}, {config['num_warps']} warps, {config['num_stages']} stages"
             rows.append({**dict(zip(SHAPE, shape)), "candidate": label + (
@@ -103,13 +97,14 @@ def time_plan(out: Path, configs: pd.DataFrame, seed: int) -> None:
                              "kind": "vendor" if config is None else "config", "status": status,
                              "latency_ms": statistics.median(timer.time(run)) if status == "ok" else float("nan"),
                              "gpu": gpu})
-        done = pd.concat([done, pd.DataFrame(rows)], ignore_index=True)
+        done = pd.DataFrame(rows) if done.empty else pd.concat([done, pd.DataFrame(rows)], ignore_index=True)
         write_text_atomically(out, done.to_csv(index=False))
         print(f"round {round_index + 1} of {ROUNDS}: {len(rows)} timings", flush=True)
 
 
 def summarize(out: Path, command: str) -> str:
     timings = pd.read_csv(out)
+    timings[SHAPE] = timings[SHAPE].astype(int)  # rounds written before the first were read as floats
     ok = timings[timings.status == "ok"]
     vendor = ok[ok.kind == "vendor"].set_index([*SHAPE, "round"]).latency_ms
     configs = ok[ok.kind == "config"].join(vendor.rename("cublas_ms"), on=[*SHAPE, "round"])
@@ -117,15 +112,15 @@ def summarize(out: Path, command: str) -> str:
     table = (configs.groupby([*SHAPE, "candidate"], sort=False)
              .agg(median_ms=("latency_ms", "median"), rounds=("round", "nunique"), vs_cublas=("ratio", "median"),
                   lowest=("ratio", "min"), highest=("ratio", "max")).reset_index())
-    table["cuBLAS median ms"] = [vendor.loc[tuple(shape)].median() for shape in table[SHAPE].itertuples(index=False)]
-    table = table.rename(columns={"vs_cublas": "vs cuBLAS, median of rounds"}).round(4)
+    table["cuBLAS median ms"] = table.join(vendor.groupby(SHAPE).median().rename("cublas"), on=SHAPE).cublas
+    table = table.sort_values([*SHAPE, "vs_cublas"], ascending=[True, True, True, False]).rename(columns={"vs_cublas": "vs cuBLAS, median of rounds"}).round(4)
     return "\n\n".join([
         "# The TMA GEMM's widened tiles against the sweep's best and cuBLAS, in rounds", f"Command: `{command}`",
         f"The timings: `{out.relative_to(REPO) if out.is_relative_to(REPO) else out}` on {timings.gpu.iloc[0]}: per "
         f"shape, the recorded sweep's fastest config and {len(WIDENED)} widened ones, {ROUNDS} rounds, each round "
         "every config once in a seeded shuffled order (the default timing policy) and cuBLAS once, before the "
         "configs in even rounds and after them in odd ones. A config's speed against cuBLAS: the median over rounds "
-        "of cuBLAS's ms / its ms in the same round (lowest and highest round beside it).",
+        "of cuBLAS's ms / its ms in the same round (lowest and highest round beside it); per shape, fastest first.",
         markdown_table(table),
     ]) + "\n"
 

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from tunebench.kernels import matmul_tma
+from tunebench.space import ConfigError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import widened_tiles  # noqa: E402
@@ -39,5 +40,5 @@ def test_summary_takes_each_rounds_ratio_to_cublas_in_that_round(tmp_path):
 
 def test_plan_refuses_a_widened_config_without_the_split_epilogue(monkeypatch):
     monkeypatch.setattr(widened_tiles, "WIDENED", (dict(widened_tiles.WIDE, EPILOGUE_SPLIT=1),))
-    with pytest.raises(ValueError, match="WIDEN needs EPILOGUE_SPLIT=2"):
+    with pytest.raises(ConfigError, match="widen_needs_split_epilogue"):
         widened_tiles.plan(widened_tiles.DATASET)
