@@ -6,10 +6,11 @@ import torch
 from tunebench.kernels import matmul, matmul_tma
 from tunebench.measure import live
 from tunebench.measure.result import Status
+from tunebench.space import ConfigError
 
 SHAPE = (256, 512, 512)
 BASE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 0, "WARP_SPECIALIZE": False,
-        "FLATTEN": False, "EPILOGUE_SPLIT": 1, "num_warps": 8, "num_stages": 3}
+        "FLATTEN": False, "EPILOGUE_SPLIT": 1, "WIDEN": False, "num_warps": 8, "num_stages": 3}
 
 
 class RecordingPool:
@@ -81,6 +82,18 @@ def test_configs_of_one_binary_compile_once_in_a_batch_and_after(bench):
         assert len(RecordingPool.requests) == 2
         gpu.measure([grid_only[0]], (256, 512, 520))  # another specialization (K off multiples of 16)
         assert len(RecordingPool.requests) == 3
+
+
+def test_a_config_recorded_before_a_parameter_joined_the_space_is_measured_as_it_was_then(bench):
+    make, _ = bench
+    recorded = {name: value for name, value in BASE.items() if name != "WIDEN"}  # as a plan of stop 56 holds it
+    widened = dict(BASE, WIDEN=True, EPILOGUE_SPLIT=2)
+    with make("matmul_tma") as gpu:
+        results = gpu.measure([recorded, BASE, widened], SHAPE)
+        assert all(result.ok for result in results)
+        assert RecordingPool.requests == [BASE, widened]  # the recorded config is BASE's binary: unwidened
+        with pytest.raises(ConfigError, match=r"WIDEN.*'yes'"):
+            gpu.measure([dict(recorded, WIDEN="yes")], SHAPE)
 
 
 def test_a_family_without_launch_parameters_compiles_every_config(bench):

@@ -17,9 +17,8 @@ from launch_recorder import LaunchRecorder
 LIB = Path(__file__).resolve().parents[1] / "lib"
 SPACE = matmul_tma.config_space()
 BIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 1, "WARP_SPECIALIZE": True,
-       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "num_warps": 8, "num_stages": 4}
-# 128 x 192 output tiles (128 + 64 columns): 132 of them at 768 x 4096, one per H200 SM. WIDEN is a kernel option
-# outside the space (see `matmul_tma.tile_columns`): the space's configs carry none.
+       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "WIDEN": False, "num_warps": 8, "num_stages": 4}
+# 128 x 192 output tiles (128 + 64 columns): 132 of them at 768 x 4096, one per H200 SM.
 WIDE = dict(BIG, BLOCK_N=128, PROGRAMS_PER_SM=0, WARP_SPECIALIZE=False, WIDEN=True, num_warps=4, num_stages=4)
 
 
@@ -28,9 +27,12 @@ def test_space_is_large_and_every_config_fits_the_resource_model():
     assert len(configs) >= 5000
     for config in configs:
         assert matmul_tma.shared_memory_bytes(config) <= matmul.HOPPER.shared_memory_bytes
-        assert matmul_tma.accumulator_elements_per_thread(config) <= 128
+        assert matmul_tma.accumulator_elements_per_thread(config) <= (192 if config["WIDEN"] else 128)
         assert config["PROGRAMS_PER_SM"] > 0 or not config["FLATTEN"]
-    assert {matmul_tma.tile_columns(config) for config in configs} == {64, 128, 256}
+        assert config["EPILOGUE_SPLIT"] == 2 or not config["WIDEN"]
+    assert {matmul_tma.tile_columns(config) for config in configs} == {64, 96, 128, 192, 256, 384}
+    # the unwidened configs are those of the space before WIDEN joined it (stop 56's sweep measured 5,440 a shape)
+    assert sum(not config["WIDEN"] for config in configs) == 5440
 
 
 def test_resource_model_by_hand():
@@ -42,6 +44,8 @@ def test_resource_model_by_hand():
     # a widened tile stages 1.5 x the B block: 4 x (128*64 + 64*192) x 2 + 128*64 x 2, and holds 192 per thread
     assert matmul_tma.shared_memory_bytes(WIDE) == 4 * (128 * 64 + 64 * 192) * 2 + 128 * 64 * 2  # 180,224
     assert matmul_tma.accumulator_elements_per_thread(WIDE) == 128 * 192 / 128
+    assert SPACE.is_valid(WIDE) and SPACE.violations(dict(WIDE, BLOCK_M=256, num_stages=2)) == ["accumulator_registers"]
+    assert SPACE.violations(dict(WIDE, EPILOGUE_SPLIT=1)) == ["widen_needs_split_epilogue"]
     assert matmul_tma.programs(WIDE, (768, 4096, 14336), 132) == 6 * 22
     assert matmul_tma.tile_columns(BIG) == matmul_tma.tile_columns(dict(BIG, WIDEN=False)) == 256
     with pytest.raises(ValueError, match="WIDEN needs EPILOGUE_SPLIT=2"):
@@ -145,7 +149,7 @@ GPU_CONFIGS = [
     dict(BIG, BLOCK_M=256, BLOCK_N=128, PROGRAMS_PER_SM=2, FLATTEN=True, num_stages=3),
     dict(BIG, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=1, FLATTEN=True, EPILOGUE_SPLIT=1, num_warps=4,
          num_stages=2),
-    WIDE,  # widened tiles, outside the space: a program per tile, and persistent with two warp groups
+    WIDE,  # widened tiles: a program per tile, and persistent with two warp groups
     dict(WIDE, PROGRAMS_PER_SM=1, FLATTEN=True, num_warps=8, num_stages=3),
 ]
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from tunebench.kernels import get_kernel
+from tunebench.kernels import complete_config, get_kernel
 from tunebench.measure.dataset import Dataset, provenance_records, save_dataset, sweep_provenance
 from tunebench.measure.result import Result, Status
 from tunebench.measure.timing import TimingPolicy
@@ -192,9 +192,10 @@ def sweep_configs(kernel_name: str, configs: Sequence[Mapping[str, Any]] | None 
     sample of `limit_configs`, or every valid config."""
     space = get_kernel(kernel_name).config_space()
     if configs is not None:
+        configs = [complete_config(kernel_name, config) for config in configs]
         for config in configs:
             space.check(config)
-        return [dict(config) for config in configs]
+        return configs
     if limit_configs is None:
         return space.enumerate()
     return space.sample(np.random.default_rng(seed), limit_configs, unique=True)

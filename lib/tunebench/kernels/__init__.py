@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any, Mapping
 
 KERNELS = ("matmul", "matmul_tma", "layernorm", "softmax", "compressed_matmul")
 KERNEL_INTERFACE = (
@@ -21,6 +22,13 @@ def launch_parameters(name: str) -> tuple[str, ...]:
     share one compiled binary; empty for a family that declares none or that tunebench does not know (a Kernel Tuner
     cache's), whose every config is then its own binary."""
     return tuple(get_kernel(name).LAUNCH_PARAMETERS) if name in KERNELS else ()
+
+
+def complete_config(name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """`config` with each parameter that kernel family `name` added to its space after configs were recorded without
+    it (the family's `ADDED_PARAMETERS`, if any) set, where absent, to the value such a config meant."""
+    added = getattr(get_kernel(name), "ADDED_PARAMETERS", {}) if name in KERNELS else {}
+    return {**added, **config}
 
 
 def get_kernel(name: str) -> ModuleType:

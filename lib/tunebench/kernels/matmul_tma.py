@@ -1,7 +1,7 @@
 """Tunable Hopper GEMM with tensor-memory-accelerator (TMA) loads and stores, C = A @ B as in `matmul`.
 
-Its space adds what `matmul` lacks at large shapes: persistent programs, warp specialization and a split epilogue. The
-kernel can also widen its tiles by half (WIDEN, outside the space until it is checked on a GPU; see `tile_columns`).
+Its space adds what `matmul` lacks at large shapes: persistent programs, warp specialization, a split epilogue, and
+tiles widened by half (WIDEN; see `tile_columns`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ DTYPES = matmul.DTYPES
 VENDOR_LIBRARY = matmul.VENDOR_LIBRARY
 TOLERANCE = matmul.TOLERANCE
 LAUNCH_PARAMETERS = ("PROGRAMS_PER_SM",)  # sizes the grid only (see `programs`)
+# wgmma reads both operands from shared memory, so a thread's registers can hold more accumulator than `matmul`'s
+# (limits.accumulator_registers_per_thread, 128). A widened 128 x 192 tile on 4 warps holds 192 and ran at 0.98x cuBLAS
+# on an H200 (README); every unwidened tile's count is a power of two, so the higher limit adds widened tiles alone.
+ACCUMULATOR_REGISTERS_PER_THREAD = 192
+# Parameters added to the space after configs were recorded without them, and what such a config meant: every dataset
+# and plan before WIDEN's is of unwidened tiles.
+ADDED_PARAMETERS = {"WIDEN": False}
 # Compute-bound shapes, where cuBLAS is hardest to match: squares of 2048 to 8192 (4096^3 is the shape Helion's
 # LFBO search was measured on), and Llama-3-8B's MLP up and down projections (N or K = 14336) for 4096 tokens.
 DATASET_SHAPES = (
@@ -86,9 +93,8 @@ def matmul_tma_kernel(
 # ---------------------------------------------------------------------------------------------
 
 def tile_columns(config: Mapping[str, Any]) -> int:
-    """Output columns per tile: BLOCK_N, or 1.5 x BLOCK_N for a config with WIDEN set. WIDEN is a kernel option the
-    space does not offer yet (its configs, and every recorded one, lack it: False). A widened config needs
-    EPILOGUE_SPLIT=2, which `check_widened` enforces."""
+    """Output columns per tile: BLOCK_N, or 1.5 x BLOCK_N for a config with WIDEN set (a config recorded before WIDEN
+    joined the space lacks it: False). A widened config needs EPILOGUE_SPLIT=2, which `check_widened` enforces."""
     return config["BLOCK_N"] * 3 // 2 if config.get("WIDEN", False) else config["BLOCK_N"]
 
 
@@ -122,6 +128,7 @@ def config_space(limits: matmul.DeviceLimits = matmul.HOPPER) -> Space:
         Flag("WARP_SPECIALIZE"),
         Flag("FLATTEN"),
         Ordinal("EPILOGUE_SPLIT", (1, 2)),
+        Flag("WIDEN"),
         PowerOfTwo("num_warps", 4, 8),
         IntRange("num_stages", 2, 5),
     ]
@@ -129,18 +136,24 @@ def config_space(limits: matmul.DeviceLimits = matmul.HOPPER) -> Space:
         Constraint(
             "shared_memory",
             lambda c: shared_memory_bytes(c) <= limits.shared_memory_bytes,
-            f"num_stages x (BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N) x 2 + BLOCK_M*BLOCK_N / EPILOGUE_SPLIT x 2 bytes "
+            f"num_stages x (BLOCK_M*BLOCK_K + BLOCK_K*columns) x 2 + BLOCK_M*BLOCK_N / EPILOGUE_SPLIT x 2 bytes "
             f"<= {limits.shared_memory_bytes}",
         ),
         Constraint(
             "accumulator_registers",
-            lambda c: accumulator_elements_per_thread(c) <= limits.accumulator_registers_per_thread,
-            f"BLOCK_M*BLOCK_N / (32*num_warps) <= {limits.accumulator_registers_per_thread} fp32 registers",
+            lambda c: accumulator_elements_per_thread(c) <= ACCUMULATOR_REGISTERS_PER_THREAD,
+            f"BLOCK_M*columns / (32*num_warps) <= {ACCUMULATOR_REGISTERS_PER_THREAD} fp32 registers "
+            "(columns: BLOCK_N, 1.5 x BLOCK_N with WIDEN)",
         ),
         Constraint(
             "flatten_needs_persistence",
             lambda c: c["PROGRAMS_PER_SM"] > 0 or not c["FLATTEN"],
             "FLATTEN only with PROGRAMS_PER_SM > 0 (a program per tile has no tile loop to flatten)",
+        ),
+        Constraint(
+            "widen_needs_split_epilogue",
+            lambda c: c["EPILOGUE_SPLIT"] == 2 or not c["WIDEN"],
+            "WIDEN only with EPILOGUE_SPLIT=2 (a widened tile is stored in three slices of BLOCK_N / 2)",
         ),
     ]
     return Space(parameters, constraints, name=NAME)

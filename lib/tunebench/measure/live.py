@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from tunebench.kernels import get_kernel, launch_parameters
+from tunebench.kernels import complete_config, get_kernel, launch_parameters
 from tunebench.measure.cross_compile import compile_for, device_target
 from tunebench.measure.result import Result, Status
 from tunebench.measure.timing import TimingPolicy
@@ -296,6 +296,7 @@ class GpuBench:
         """Yield (index, result) as each config is timed: configs not compiled yet are compiled in parallel
         while compiled ones are timed. After `deadline` (time.monotonic()) nothing new is started."""
         shape = self.kernel.check_shape(shape)
+        configs = [complete_config(self.kernel.NAME, config) for config in configs]
         for config in configs:
             self.space.check(config)
         keys = [self.space.key(config) for config in configs]
