@@ -18,8 +18,9 @@ import pandas as pd
 import pytest
 
 from tunebench.collect import (Journal, JournalBusy, build_dataset, dataset_records, main, parse_shapes,
-                                provenance_records, sweep, sweep_provenance, whole_shapes)
+                                provenance_records, sweep, sweep_configs, sweep_provenance, whole_shapes)
 from tunebench.measure.dataset import load_dataset
+from tunebench.space import ConfigError
 
 import stand_in_bench
 
@@ -233,3 +234,12 @@ def test_a_later_journal_extends_a_dataset_without_rewriting_it(tmp_path, monkey
     journal = later  # the sitting's own dataset serves when its journal is gone
     run("--shapes", "5x64x32", "--write")
     pd.testing.assert_frame_equal(load_dataset(base).measurements, extended.measurements)
+
+
+def test_given_configs_recorded_before_a_parameter_joined_the_space_mean_its_old_value():
+    recorded = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 0,
+                "WARP_SPECIALIZE": False, "FLATTEN": False, "EPILOGUE_SPLIT": 2, "num_warps": 4, "num_stages": 4}
+    assert sweep_configs("matmul_tma", [recorded]) == [dict(recorded, WIDEN=False)]
+    assert sweep_configs("matmul_tma", [dict(recorded, WIDEN=True)]) == [dict(recorded, WIDEN=True)]
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        sweep_configs("matmul_tma", [dict(recorded, WIDTH=True)])

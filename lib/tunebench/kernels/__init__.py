@@ -1,6 +1,7 @@
 """Kernel families: one module each with its Triton source, config space, inputs, reference and cost model.
 
-`get_kernel(name)` returns a family's module; every family module provides the names in `KERNEL_INTERFACE`.
+`get_kernel(name)` returns a family's module; every family module provides the names in `KERNEL_INTERFACE`, and may
+declare `ADDED_PARAMETERS` (see `complete_config`).
 """
 
 from __future__ import annotations
