@@ -3,13 +3,13 @@ the prefill-sized layers, timed again in shuffled rounds with cuBLAS in each rou
 
 WIDEN (`matmul_tma.tile_columns`) joined the space after the sweep
 (`results/datasets/matmul_tma_bfloat16_h200_mid.parquet`), which holds none; these configs were timed before it joined,
-so here in this process with the default timing policy rather than through the bench's workers, which then took only
-the space's configs. Each is checked against an fp32
-reference first. First, anywhere: `.venv/bin/python benchmarks/widened_tiles.py --write-plan
-results/matmul_tma/widened/rounds_plan.csv`. Then on an H200: `PYTHONPATH=lib python3 benchmarks/widened_tiles.py
---plan results/matmul_tma/widened/rounds_plan.csv --out results/matmul_tma/widened/rounds_h200.csv` (a killed run
-resumes by round). Then anywhere: `.venv/bin/python benchmarks/widened_tiles.py --summarize --out
-results/matmul_tma/widened/rounds_h200.csv`, which writes the tables beside it (`.md`).
+so here in this process with the default timing policy rather than through the bench's workers, which then took only the
+space's configs. Each is checked against an fp32 reference first. First, anywhere: `.venv/bin/python
+benchmarks/widened_tiles.py --write-plan results/matmul_tma/widened/rounds_plan.csv`. Then on an H200: `PYTHONPATH=lib
+python3 benchmarks/widened_tiles.py --plan results/matmul_tma/widened/rounds_plan.csv --out
+results/matmul_tma/widened/rounds_h200.csv` (a killed run resumes by round). Then anywhere: `.venv/bin/python
+benchmarks/widened_tiles.py --summarize --out results/matmul_tma/widened/rounds_h200.csv`, which writes the tables
+beside it (`.md`).
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ def summarize(out: Path, command: str) -> str:
              .agg(median_ms=("latency_ms", "median"), rounds=("round", "nunique"), vs_cublas=("ratio", "median"),
                   lowest=("ratio", "min"), highest=("ratio", "max")).reset_index())
     table["cuBLAS median ms"] = table.join(vendor.groupby(SHAPE).median().rename("cublas"), on=SHAPE).cublas
-    table = table.sort_values([*SHAPE, "vs_cublas"], ascending=[True, True, True, False]).rename(columns={"vs_cublas": "vs cuBLAS, median of rounds"}).round(4)
+    table = (table.sort_values([*SHAPE, "vs_cublas"], ascending=[True, True, True, False])
+             .rename(columns={"vs_cublas": "vs cuBLAS, median of rounds"}).round(4))
     return "\n\n".join([
         "# The TMA GEMM's widened tiles against the sweep's best and cuBLAS, in rounds", f"Command: `{command}`",
         f"The timings: `{out.relative_to(REPO) if out.is_relative_to(REPO) else out}` on {timings.gpu.iloc[0]}: per "
