@@ -104,7 +104,7 @@ def time_plan(out: Path, configs: pd.DataFrame, seed: int) -> None:
 
 def summarize(out: Path, command: str) -> str:
     timings = pd.read_csv(out)
-    timings[SHAPE] = timings[SHAPE].astype(int)  # rounds written before the first were read as floats
+    timings[SHAPE] = timings[SHAPE].astype(int)  # the H200's timings were written with shapes as floats
     ok = timings[timings.status == "ok"]
     vendor = ok[ok.kind == "vendor"].set_index([*SHAPE, "round"]).latency_ms
     configs = ok[ok.kind == "config"].join(vendor.rename("cublas_ms"), on=[*SHAPE, "round"])

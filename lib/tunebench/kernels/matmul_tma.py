@@ -92,15 +92,26 @@ def matmul_tma_kernel(
 # Config space and the resource model that prunes it
 # ---------------------------------------------------------------------------------------------
 
+def widened(config: Mapping[str, Any]) -> bool:
+    """Whether `config` widens its tiles; a config recorded before WIDEN joined the space lacks it and means
+    `ADDED_PARAMETERS`'s value."""
+    return bool(config.get("WIDEN", ADDED_PARAMETERS["WIDEN"]))
+
+
+def stores_widened_tile(config: Mapping[str, Any]) -> bool:
+    """Whether `config` can store its tile: a widened one only in slices of BLOCK_N / 2 (EPILOGUE_SPLIT=2)."""
+    return not widened(config) or config["EPILOGUE_SPLIT"] == 2
+
+
 def tile_columns(config: Mapping[str, Any]) -> int:
-    """Output columns per tile: BLOCK_N, or 1.5 x BLOCK_N for a config with WIDEN set (a config recorded before WIDEN
-    joined the space lacks it: False). A widened config needs EPILOGUE_SPLIT=2, which `check_widened` enforces."""
-    return config["BLOCK_N"] * 3 // 2 if config.get("WIDEN", False) else config["BLOCK_N"]
+    """Output columns per tile: BLOCK_N, or 1.5 x BLOCK_N for a widened config. A widened config needs
+    EPILOGUE_SPLIT=2, which `check_widened` enforces."""
+    return config["BLOCK_N"] * 3 // 2 if widened(config) else config["BLOCK_N"]
 
 
 def check_widened(config: Mapping[str, Any]) -> None:
     """Raise a ValueError unless a config with WIDEN set stores its tile in slices of BLOCK_N / 2 (EPILOGUE_SPLIT=2)."""
-    if config.get("WIDEN", False) and config["EPILOGUE_SPLIT"] != 2:
+    if not stores_widened_tile(config):
         raise ValueError(f"WIDEN needs EPILOGUE_SPLIT=2 (a widened tile is stored in three slices of BLOCK_N / 2), "
                          f"got EPILOGUE_SPLIT={config['EPILOGUE_SPLIT']!r}")
 
@@ -152,7 +163,7 @@ def config_space(limits: matmul.DeviceLimits = matmul.HOPPER) -> Space:
         ),
         Constraint(
             "widen_needs_split_epilogue",
-            lambda c: c["EPILOGUE_SPLIT"] == 2 or not c["WIDEN"],
+            stores_widened_tile,
             "WIDEN only with EPILOGUE_SPLIT=2 (a widened tile is stored in three slices of BLOCK_N / 2)",
         ),
     ]
@@ -199,7 +210,7 @@ def _launch_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
         "BLOCK_M": config["BLOCK_M"], "BLOCK_N": config["BLOCK_N"], "BLOCK_K": config["BLOCK_K"],
         "GROUP_M": config["GROUP_M"], "EPILOGUE_SPLIT": config["EPILOGUE_SPLIT"],
         "WARP_SPECIALIZE": config["WARP_SPECIALIZE"], "FLATTEN": config["FLATTEN"],
-        "WIDEN": config.get("WIDEN", False),
+        "WIDEN": widened(config),
         "num_warps": config["num_warps"], "num_stages": config["num_stages"],
     }
 
@@ -211,7 +222,7 @@ def _descriptors(config: Mapping[str, Any], a: Any, b: Any, c: Any, shape: tuple
     m, n, k = shape
     block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
     b_desc = TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n])
-    b_extra_desc = TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n // 2]) if config.get("WIDEN") else b_desc
+    b_extra_desc = TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n // 2]) if widened(config) else b_desc
     return (TensorDescriptor(a, [m, k], [k, 1], [block_m, block_k]), b_desc, b_extra_desc,
             TensorDescriptor(c, [m, n], [n, 1], [block_m, block_n // config["EPILOGUE_SPLIT"]]))
 
