@@ -26,7 +26,7 @@ import model_projection_shapes
 import unaligned_check_shapes
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
-from tunebench.measure.dataset import load_dataset
+from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.predict import load_predictor
 from tunebench.tables import markdown_table
 
@@ -81,14 +81,13 @@ def freeze(predictor_path: Path, out: Path, draw_name: str) -> None:
     print(f"froze {len(rows)} shapes' picks in {out}")
 
 
-def score(picks_path: Path, dataset_path: Path, out: Path, per_shape_out: Path) -> None:
-    """Efficiency of the frozen picks against the measured best of every shape the dataset now has; the picks and
-    their replay efficiencies also go to `per_shape_out` in the columns of config_prediction.py's per_shape.csv that
-    the re-timing reads (`predicted_config` is the full ranking's first, `dispatcher_config` the frozen
-    `best_config`)."""
+def score(picks_path: Path, dataset: Dataset, dataset_name: str, out: Path, per_shape_out: Path) -> None:
+    """Efficiency of the frozen picks against the measured best of every shape `dataset` (the file `dataset_name`) now
+    has; the picks and their replay efficiencies also go to `per_shape_out` in the columns of config_prediction.py's
+    per_shape.csv that the re-timing reads (`predicted_config` is the full ranking's first, `dispatcher_config` the
+    frozen `best_config`)."""
     picks = pd.read_csv(picks_path)
     provenance = json.loads(picks_path.with_suffix(".provenance.json").read_text())
-    dataset = load_dataset(dataset_path)
     measured = set(dataset.shapes())
     names = list(dataset.parameter_names)
     rows, retime_rows = [], []
@@ -111,7 +110,7 @@ def score(picks_path: Path, dataset_path: Path, out: Path, per_shape_out: Path) 
                             "best_config": min(latency, key=latency.get), "top10_configs": pick.top10_configs,
                             "selected_efficiency": best / top[0], "selected_top10_timed_efficiency": best / min(top)})
     if not rows:
-        raise SystemExit(f"none of the {len(picks)} frozen shapes is measured in {dataset_path}")
+        raise SystemExit(f"none of the {len(picks)} frozen shapes is measured in {dataset_name}")
     frame = pd.DataFrame(rows)
     summary = [{"pick": column, "mean": f"{frame[column].mean():.2%}",
                 "P10": f"{np.percentile(frame[column], 10):.2%}", "min": f"{frame[column].min():.2%}",
@@ -124,7 +123,7 @@ def score(picks_path: Path, dataset_path: Path, out: Path, per_shape_out: Path) 
 Command: `{command}`. Picks frozen by `{provenance['command']}` on
 {provenance['date'][:10]} with `{provenance['predictor']}` (sha256 {provenance['predictor_sha256'][:16]}..., trained on
 {provenance['predictor_training_shapes']} shapes), before any of these shapes was measured; scored against
-`{dataset_path.name}`: {len(frame)} of the {len(picks)} drawn shapes measured. Efficiency = the shape's measured best
+`{dataset_name}`: {len(frame)} of the {len(picks)} drawn shapes measured. Efficiency = the shape's measured best
 latency / the pick's; "top 10 timed" keeps the fastest of the frozen top 10 (10 measurements, not pure prediction).
 Against cuBLAS on the same bench (cuBLAS latency / the config's): the pick median
 {frame['cuBLAS / pick'].median():.3f}x, faster on {int((frame['cuBLAS / pick'] > 1).sum())} of {len(frame)}; the
@@ -155,7 +154,7 @@ def main() -> None:
     if args.action == "freeze":
         freeze(args.predictor, args.picks, args.draw)
     else:
-        score(args.picks, args.dataset, args.out, args.per_shape_out)
+        score(args.picks, load_dataset(args.dataset), args.dataset.name, args.out, args.per_shape_out)
 
 
 if __name__ == "__main__":

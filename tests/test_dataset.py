@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tunebench.measure import dataset as dataset_module
-from tunebench.measure.dataset import Dataset, DatasetError, load_dataset, save_dataset
+from tunebench.measure.dataset import Dataset, DatasetError, load_dataset, repeat_spread, save_dataset
 from tunebench.measure.result import Status
 from tunebench.space import Choice, Flag, Ordinal, PowerOfTwo
 
@@ -229,6 +229,15 @@ def test_repeats_are_kept_as_lists_of_float_whatever_held_them():
     bad.at[0, "repeats_ms"] = [1.0, "fast"]
     with pytest.raises(DatasetError, match=r"repeats_ms must hold lists of numbers, got \[1.0, 'fast'\]"):
         make_dataset(measurements=bad)
+
+
+def test_repeat_spread_matches_the_per_row_formula_for_mixed_repeat_counts():
+    rng = np.random.default_rng(0)
+    repeats = [list(rng.uniform(1.0, 2.0, size=count)) for count in rng.integers(0, 7, size=200)]
+    expected = [(max(row) - min(row)) / np.median(row) if row else math.inf for row in repeats]
+    assert repeat_spread(repeats).tolist() == expected
+    assert repeat_spread([[], [2.0, 6.0, 4.0]]).tolist() == [math.inf, 1.0]
+    assert repeat_spread([]).shape == (0,)
 
 
 def test_loading_leaves_the_cyclic_collector_as_it_was(saved, tmp_path):

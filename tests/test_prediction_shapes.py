@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tunebench.kernels import matmul
+from tunebench.measure.dataset import load_dataset
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -157,11 +158,14 @@ def test_nothing_is_frozen_once_every_drawn_shape_is_measured(tmp_path, monkeypa
     assert not picks.exists()
 
 
-def test_scoring_the_frozen_picks_gives_the_committed_per_shape_efficiencies(tmp_path):
+def test_scoring_the_frozen_picks_gives_the_committed_per_shape_efficiencies(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(REPOSITORY / "benchmarks"))
+    import preregistered_picks
+
     results = REPOSITORY / "results" / "config_prediction"
+    dataset = load_dataset(preregistered_picks.DATASET)  # loaded once for both files, as the command line loads it
     for picks, per_shape in [("preregistered_picks.csv", "preregistered_per_shape.csv"),
                              ("preregistered_picks_793.csv", "preregistered_793_per_shape.csv")]:
-        completed = run_script("preregistered_picks.py", "score", "--picks", str(results / picks),
-                               "--out", str(tmp_path / "report.md"), "--per-shape-out", str(tmp_path / per_shape))
-        assert completed.returncode == 0, completed.stderr
+        preregistered_picks.score(results / picks, dataset, preregistered_picks.DATASET.name, tmp_path / "report.md",
+                                  tmp_path / per_shape)
         assert (tmp_path / per_shape).read_text() == (results / per_shape).read_text()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pandas as pd
 
+from tunebench.measure.dataset import repeat_spread
 from tunebench.measure.result import Status
 
 if TYPE_CHECKING:
@@ -129,7 +130,8 @@ def timing_spread(dataset: Dataset) -> str:
     """One sentence on how repeatable the recorded timings are: the spread (max - min) / median of each ok row's
     repeats, its median, and the shares of rows above 20 % and 50 % (a run disturbed while it was timed)."""
     ok = dataset.measurements[dataset.measurements["status"] == Status.OK.value]
-    spread = np.array([(max(r) - min(r)) / np.median(r) for r in ok["repeats_ms"] if len(r) > 1])
+    repeats = ok["repeats_ms"].tolist()
+    spread = repeat_spread([row for row in repeats if len(row) > 1])
     if spread.size == 0:
         return "No row records more than one repeat: the timing spread is unknown."
     return (f"Timing spread ((max - min) / median of a row's repeats) over {spread.size:,} rows: median "

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from tunebench.measure.dataset import Dataset
+from tunebench.measure.dataset import Dataset, repeat_spread
 from tunebench.measure.result import Status
 from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.evaluation import shape_efficiency
@@ -113,7 +113,7 @@ def training_data(dataset: Dataset, resources: CompiledResources, hardware: Hard
     frame = frame.sort_values(["M", "N", "K", *names], kind="stable").reset_index(drop=True)
     ok = frame["status"].to_numpy() == Status.OK.value
     latency = np.where(ok, frame["latency_ms"].to_numpy(dtype=float), np.inf)
-    spread = np.array([(max(r) - min(r)) / np.median(r) if len(r) else np.inf for r in frame["repeats_ms"]])
+    spread = repeat_spread(frame["repeats_ms"].tolist())
     spread = np.where(ok, spread, np.inf)
     shape_array = np.array(shapes, dtype=np.int64)
     group = np.repeat(np.arange(len(shapes)), len(candidates))
