@@ -92,9 +92,11 @@ def summarize(traces: Sequence[Path], out: Path, command: str) -> str:
     for path in traces:
         summary = summary_rows(pd.read_parquet(path))
         summaries.append(summary)
-        parts.append(f"## {path.stem}\n\n{markdown_table(summary)}")
-    text = "\n\n".join([f"# Live search over {len(traces)} shapes\n\nCommand: `{command}`",
-                          "Per strategy, over the shapes:", markdown_table(across_shapes(summaries)), *parts]) + "\n"
+        parts.append(f"## {path.parent.name}/{path.stem}\n\n{markdown_table(summary)}")
+    shapes = len({path.stem for path in traces})  # a trace's file is named by its GPU, kernel, dtype and shape
+    text = "\n\n".join([f"# Live search: {len(traces)} traces of {shapes} shape(s)\n\nCommand: `{command}`",
+                          "Per strategy, over the traces (the `shapes` column counts traces):",
+                          markdown_table(across_shapes(summaries)), *parts]) + "\n"
     write_text_atomically(out, text)
     return text
 

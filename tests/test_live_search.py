@@ -95,7 +95,12 @@ def test_the_medians_over_shapes_count_a_shape_never_reached_as_the_slowest(tmp_
     # the warm start's first pick: 1.0 / 1.1, 1.0 / 1.02 (cold's best), 1.01 / 1.1 (its own best, cold at 9.0)
     assert rows.loc["warm", "mean first evaluation vs run's best"] == round((0.909 + 0.98 + 0.918) / 3, 3)
     assert rows.loc["warm", "min first evaluation vs run's best"] == 0.909
-    assert "Command: `the command`" in text and "## shape2" in text and (tmp_path / "summary.md").read_text() == text
+    assert "Command: `the command`" in text and f"## {tmp_path.name}/shape2" in text
+    assert text.startswith("# Live search: 3 traces of 3 shape(s)") and (tmp_path / "summary.md").read_text() == text
+    (tmp_path / "seed1").mkdir()
+    first.to_parquet(tmp_path / "seed1" / "shape0.parquet")  # another seed's trace of the first shape
+    repeated = live_search.summarize([paths[0], tmp_path / "seed1" / "shape0.parquet"], tmp_path / "two.md", "x")
+    assert repeated.startswith("# Live search: 2 traces of 1 shape(s)") and "## seed1/shape0" in repeated
 
 
 def test_the_trace_gets_when_each_result_came_and_its_compile_and_benchmark_seconds():
