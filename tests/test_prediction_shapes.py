@@ -163,7 +163,7 @@ def test_scoring_the_frozen_picks_gives_the_committed_per_shape_efficiencies(tmp
     import preregistered_picks
 
     results = REPOSITORY / "results" / "config_prediction"
-    dataset = load_dataset(preregistered_picks.DATASET)  # loaded once for both files, as the command line loads it
+    dataset = load_dataset(preregistered_picks.DATASET)  # loaded once for both files
     for picks, per_shape in [("preregistered_picks.csv", "preregistered_per_shape.csv"),
                              ("preregistered_picks_793.csv", "preregistered_793_per_shape.csv")]:
         preregistered_picks.score(results / picks, dataset, preregistered_picks.DATASET.name, tmp_path / "report.md",

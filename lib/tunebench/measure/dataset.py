@@ -319,7 +319,7 @@ def _repeats_column(column: pd.Series, what: str) -> pd.Series:
 
 def repeat_spread(repeats: Sequence[Sequence[float]]) -> np.ndarray:
     """Per row, (max - min) / median of its repeated timings (a `repeats_ms` column); infinite for a row with none.
-    Rows of one repeat count are reduced together, so a column of a million rows takes about a second."""
+    Rows of one repeat count are reduced together (3 s on a 2-core CPU for the H100 prediction dataset's 1.1 M rows)."""
     lengths = np.fromiter(map(len, repeats), dtype=np.int64, count=len(repeats))
     flat = np.fromiter(itertools.chain.from_iterable(repeats), dtype=float, count=int(lengths.sum()))
     starts = np.cumsum(lengths) - lengths
