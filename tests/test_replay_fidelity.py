@@ -1,6 +1,7 @@
 """Replay against live (`replay_fidelity`): the recorded live runs of the TMA GEMM found and replayed batch for batch
 on the bundled sweep, the start-up calibrated from their first batches, the errors and the figure (CPU, seconds)."""
 
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -99,3 +100,23 @@ def test_the_figure_has_a_panel_per_clock(sitting_4096):
     figure = fidelity.plot_replay_against_live(sitting_4096, set())
     assert [ax.get_title() for ax in figure.axes] == ["sequential clock", "pipelined clock"]
     assert len(figure.axes[1].collections) == 5  # later batches of two hosts, first batches of three kinds of set-up
+
+
+
+def test_the_widened_live_runs_replay_on_the_widened_sweep_alone_and_their_live_medians_include_the_set_up():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import replay_fidelity_widened as widened
+    from tunebench.live_traces import summary_rows
+
+    runs = widened.widened_runs(widened.WIDENED_LIVE)
+    assert [path.parent.name for _, _, path in runs] == [
+        *(f"lfbo_quick_seed{seed}" for seed in range(4)), *(f"lfbo_seed{seed}" for seed in range(3))]
+    batches = fidelity.fidelity_table(runs, open_dataset(widened.WIDENED_DATASET))
+    assert len(batches) == 38 and (batches["live s"] > 0).all() and (batches["pipelined s"] > 0).all()
+    with pytest.raises(ValueError, match="were not recorded in the sweep"):  # the space before WIDEN lacks them
+        fidelity.fidelity_table(runs[4:5], open_dataset(DATASET))
+    medians = widened.live_medians(runs).set_index("strategy")
+    assert list(medians.seeds) == [4, 3]
+    lfbo = [summary_rows(pd.read_parquet(path)).iloc[0] for _, _, path in runs[4:]]
+    assert medians.loc["lfbo", "s to 0.99x"] == pytest.approx(
+        np.median([row["setup_s"] + row["s to 0.99x"] for row in lfbo]))
