@@ -1,4 +1,5 @@
-"""The widened-tile benchmark's plan (the sweep's best and every widened config per shape) and its summary's ratios."""
+"""The widened-tile benchmark's plan (the sweep's best and every widened config per shape), its summary's ratios, and the
+widened sweep's unwidened subspace (`benchmarks/unwidened_subspace.py`)."""
 
 import sys
 from pathlib import Path
@@ -42,3 +43,38 @@ def test_plan_refuses_a_widened_config_without_the_split_epilogue(monkeypatch):
     monkeypatch.setattr(widened_tiles, "WIDENED", (dict(widened_tiles.WIDE, EPILOGUE_SPLIT=1),))
     with pytest.raises(ConfigError, match="widen_needs_split_epilogue"):
         widened_tiles.plan(widened_tiles.DATASET)
+
+
+def test_the_unwidened_subspace_keeps_the_space_before_widen_and_refuses_a_sweep_without_widen(tmp_path, monkeypatch,
+                                                                                             capsys):
+    import unwidened_subspace
+
+    from tunebench.measure.dataset import load_dataset
+
+    out = tmp_path / "subspace.parquet"
+    monkeypatch.setattr(sys, "argv", ["unwidened_subspace.py", "--out", str(out)])
+    assert unwidened_subspace.main() == 0
+    subspace = load_dataset(out)
+    assert not subspace.measurements.WIDEN.astype(bool).any()
+    assert {len(subspace.task(shape)) for shape in subspace.shapes()} == {5440}
+    assert len(subspace.shapes()) == 6 and "unwidened_subspace.py" in subspace.provenance["derived"]
+    before = Path(unwidened_subspace.REPO) / "results/datasets/matmul_tma_bfloat16_h200.parquet"
+    monkeypatch.setattr(sys, "argv", ["unwidened_subspace.py", "--dataset", str(before), "--out", str(out)])
+    with pytest.raises(SystemExit):
+        unwidened_subspace.main()
+    assert "has no WIDEN parameter" in capsys.readouterr().err
+
+
+def test_the_side_by_side_counts_a_seed_that_never_got_there_as_inf(tmp_path):
+    import unwidened_subspace
+
+    paths = {}
+    for space, seconds in (("wide", [1.0, 3.0, None]), ("narrow", [2.0, 2.0, 4.0])):
+        paths[space] = tmp_path / f"{space}.csv"
+        pd.DataFrame({"shape": "8x8x8", "strategy": "lfbo", "seed": range(3), unwidened_subspace.TARGET: seconds,
+                      "evals to 0.99 of best": [10, 30, None] if space == "wide" else [20, 20, 40]}
+                     ).to_csv(paths[space], index=False)
+    row = unwidened_subspace.side_by_side(paths).iloc[0]
+    assert row[f"wide: median {unwidened_subspace.TARGET}"] == 3.0 and row["wide: median evals"] == 30
+    assert row["wide: seeds there"] == "67%" and row["narrow: seeds there"] == "100%"
+    assert row[f"narrow: median {unwidened_subspace.TARGET}"] == 2.0
