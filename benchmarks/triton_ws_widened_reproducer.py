@@ -47,8 +47,7 @@ def two_dot_kernel(a_desc, b_desc, b_extra_desc, c_desc, M, N, K,
 
 
 def run_variant(a: torch.Tensor, b: torch.Tensor, reference: torch.Tensor, block_m: int, block_n: int, block_k: int,
-                warp_specialize: bool, num_warps: int, num_stages: int,
-                programs: int) -> dict[str, object]:
+                warp_specialize: bool, num_warps: int, num_stages: int, programs: int) -> dict[str, object]:
     """Compile and run one variant; its status and the largest error of each column block of the output."""
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty(M, N, device=a.device, dtype=a.dtype)
@@ -60,10 +59,9 @@ def run_variant(a: torch.Tensor, b: torch.Tensor, reference: torch.Tensor, block
     grid = (tiles if programs == 0 else min(tiles, programs),)
     try:
         two_dot_kernel[grid](*descriptors, M, N, K, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
-                             WARP_SPECIALIZE=warp_specialize, num_warps=num_warps,
-                             num_stages=num_stages)
+                             WARP_SPECIALIZE=warp_specialize, num_warps=num_warps, num_stages=num_stages)
         torch.cuda.synchronize()
-    except Exception as error:  # a compile failure is a result here, reported by its first line
+    except Exception as error:  # a compile failure is a result here, reported by its last line
         return {"status": "compile error", "detail": str(error).strip().splitlines()[-1][:120]}
     error = (c.float() - reference).abs()
     width = block_n * 3 // 2
@@ -75,10 +73,16 @@ def run_variant(a: torch.Tensor, b: torch.Tensor, reference: torch.Tensor, block
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", default="1024x1536x1024", help="MxNxK; N a multiple of 1.5 x every BLOCK_N")
+    parser.add_argument("--shape", default="1024x1536x1024", help="MxNxK: M a multiple of 128, N of 192, K of 64")
     parser.add_argument("--out", type=Path, help="also write the table here (markdown)")
     args = parser.parse_args()
-    M, N, K = (int(value) for value in args.shape.split("x"))
+    sizes = args.shape.split("x")
+    if len(sizes) != 3 or not all(size.isdigit() for size in sizes):
+        parser.error(f"--shape {args.shape!r} is not MxNxK with three positive integers")
+    M, N, K = (int(size) for size in sizes)
+    if M % 128 or N % 192 or K % 64 or 0 in (M, N, K):
+        parser.error(f"--shape {args.shape}: M must be a multiple of 128, N of 192 (1.5 x the largest BLOCK_N) and K "
+                     "of 64, so that every tile of every variant is whole")
     torch.manual_seed(0)
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)

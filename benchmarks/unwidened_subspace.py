@@ -31,9 +31,9 @@ def side_by_side(replays: dict[str, Path]) -> pd.DataFrame:
     """Per shape and strategy, each space's median seconds and evaluations to 0.99 of the space's best over the
     replayed seeds (a seed that never got there counts as inf) and the share of seeds that got there."""
     columns = {}
+    never = {TARGET: float("inf"), "evals to 0.99 of best": float("inf")}
     for space, path in replays.items():
         runs = pd.read_csv(path)
-        never = {TARGET: float("inf"), "evals to 0.99 of best": float("inf")}
         grouped = runs.fillna(never).groupby(["shape", "strategy"], sort=False)
         columns[f"{space}: median {TARGET}"] = grouped[TARGET].median().round(1)
         columns[f"{space}: median evals"] = grouped["evals to 0.99 of best"].median()
