@@ -1,5 +1,6 @@
 """Replay against live (`replay_fidelity`): the recorded live runs of the TMA GEMM found and replayed batch for batch
-on the bundled sweep, the start-up calibrated from their first batches, the errors and the figure (CPU, seconds)."""
+on the bundled sweep, the start-up calibrated from their first batches, the errors and the figure, and the live runs on
+the widened space on its sweep (CPU, seconds)."""
 
 import sys
 from pathlib import Path
@@ -11,8 +12,12 @@ import pytest
 
 from tunebench import replay_fidelity as fidelity
 from tunebench.gemm_kernels import DATASET, LIVE, OVERLAPPED
+from tunebench.live_traces import summary_rows
 from tunebench.measure.replay import ReplayEvaluator
 from tunebench.study import open_dataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import replay_fidelity_widened as widened  # noqa: E402
 
 matplotlib.use("Agg")
 
@@ -102,12 +107,7 @@ def test_the_figure_has_a_panel_per_clock(sitting_4096):
     assert len(figure.axes[1].collections) == 5  # later batches of two hosts, first batches of three kinds of set-up
 
 
-
 def test_the_widened_live_runs_replay_on_the_widened_sweep_alone_and_their_live_medians_include_the_set_up():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import replay_fidelity_widened as widened
-    from tunebench.live_traces import summary_rows
-
     runs = widened.widened_runs(widened.WIDENED_LIVE)
     assert [path.parent.name for _, _, path in runs] == [
         *(f"lfbo_quick_seed{seed}" for seed in range(4)), *(f"lfbo_seed{seed}" for seed in range(3))]
