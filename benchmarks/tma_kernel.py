@@ -46,7 +46,9 @@ def main() -> int:
         "# The TMA GEMM (`matmul_tma`) on the H200", f"Command: `{command}`",
         f"## The recorded sweep (`{os.path.relpath(args.dataset.resolve(), REPO)}`)",
         "Every config of the space per shape, measured with the collector (CUDA events, L2 flushed, median of "
-        "repeats, every output checked against an fp32 reference); cuBLAS measured the same way in the same sitting.",
+        "repeats, every output checked against an fp32 reference); cuBLAS measured the same way when the collector "
+        "began the shape. A shape whose configs span two sittings (the provenance lists each, with its GPU) is "
+        "compared with the cuBLAS of the first.",
         markdown_table(sweep),
         *(["Failures by the parameters that decide them (every shape fails exactly the same configs, the same way):",
             markdown_table(failures[failures["shape"] == failures["shape"].iloc[0]].drop(columns="shape"))]
