@@ -66,8 +66,8 @@ show_run_header({"dataset": dataset, "live": live, "strategies": strategies, "re
 
 # %% [markdown]
 # ## The recorded sweep
-# Every config of the space per shape, cuBLAS measured the same way in the same sitting; then how many configs reach
-# each speed against cuBLAS.
+# Every config of the space per shape, cuBLAS measured the same way when the collector began the shape (a shape whose
+# configs span two sittings is compared with the first's); then how many configs reach each speed against cuBLAS.
 
 # %%
 sweep, failures, same_failures = sweep_table(path)
