@@ -78,3 +78,18 @@ def test_the_side_by_side_counts_a_seed_that_never_got_there_as_inf(tmp_path):
     assert row[f"wide: median {unwidened_subspace.TARGET}"] == 3.0 and row["wide: median evals"] == 30
     assert row["wide: seeds there"] == "67%" and row["narrow: seeds there"] == "100%"
     assert row[f"narrow: median {unwidened_subspace.TARGET}"] == 2.0
+
+
+def test_best_config_is_the_fastest_ok_row_widened_at_the_prefill_layers_only():
+    import unwidened_subspace
+
+    from tunebench.measure.dataset import load_dataset
+
+    for name, any_widened in (("default_widened", False), ("mid_widened", True)):
+        datasets = Path(unwidened_subspace.REPO) / "results" / "datasets"
+        dataset = load_dataset(datasets / f"matmul_tma_bfloat16_h200_{name}.parquet")
+        bests = {shape: unwidened_subspace.best_config(dataset, shape) for shape in dataset.shapes()}
+        assert any(bool(best["WIDEN"]) for best in bests.values()) is any_widened
+        for shape, best in bests.items():
+            task = dataset.task(shape)
+            assert best.status == "ok" and best.latency_ms == task[task.status == "ok"].latency_ms.min()
