@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tunebench.files import write_text_atomically
 from tunebench.gemm_kernels import (
-    DATASET, LIVE, STRATEGIES, live_table, repeats_table, replay_by_seed, replay_summary, sweep_table,
+    DATASET, LIVE, SITTINGS, STRATEGIES, live_table, repeats_table, replay_by_seed, replay_summary, sweep_table,
 )
 from tunebench.study import Budget, open_dataset, run_study, tasks_of
 from tunebench.tables import markdown_table
@@ -48,7 +48,9 @@ def main() -> int:
         "Every config of the space per shape, measured with the collector (CUDA events, L2 flushed, median of "
         "repeats, every output checked against an fp32 reference); cuBLAS measured the same way when the collector "
         "began the shape. A shape whose configs span two sittings (the provenance lists each, with its GPU) is "
-        "compared with the cuBLAS of the first.",
+        "compared with the cuBLAS of the first."
+        + (f" The column '{SITTINGS}' numbers the sittings that timed each, in the provenance's order ('?': rows "
+           "recorded before datasets kept their sitting)." if SITTINGS in sweep else ""),
         markdown_table(sweep),
         *(["Failures by the parameters that decide them (every shape fails exactly the same configs, the same way):",
             markdown_table(failures[failures["shape"] == failures["shape"].iloc[0]].drop(columns="shape"))]

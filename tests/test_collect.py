@@ -97,6 +97,8 @@ sweep("matmul", "bfloat16", SHAPES, Path({str(out)!r}), limit_configs=40, make_b
     first, second = dataset.provenance["sittings"]  # the resumed sweep ran with another timing: the dataset says so
     assert first["measured_before"] == 0 and second["measured_before"] >= measured_before
     assert "timing" not in first and second["timing"] == {"delay_s": 0.0}
+    assert dataset.measurements["sitting"].value_counts().to_dict() == {0: measured_before, 1: 80 - measured_before}
+    assert dataset.vendor["sitting"].iloc[0] == 0  # the first shape's cuBLAS was timed before the kill
     failures = dataset.measurements[dataset.measurements.status != "ok"]
     assert (failures.status == "compile_error").all() and failures.latency_ms.isna().all()
 
@@ -178,7 +180,11 @@ def test_a_saved_dataset_turns_back_into_the_records_that_build_it(tmp_path):
     extended = build_dataset("matmul", "bfloat16", dataset_records(dataset) + later)
     assert sorted(extended.shapes()) == sorted(SHAPES) and len(extended.measurements) == 12
     assert len(extended.provenance["sittings"]) == 2
-    assert build_dataset("matmul", "bfloat16", dataset_records(extended)).provenance == extended.provenance
+    sittings = extended.measurements.groupby(["M", "N", "K"])["sitting"].unique().map(list).to_dict()
+    assert sittings == {SHAPES[0]: [0], SHAPES[1]: [1]} and extended.vendor["sitting"].tolist() == [0, 1]
+    again = build_dataset("matmul", "bfloat16", dataset_records(extended))
+    assert again.provenance == extended.provenance
+    pd.testing.assert_frame_equal(again.measurements, extended.measurements)
 
 
 def test_a_dataset_of_a_space_with_flags_turns_back_into_records_of_its_configs(tmp_path):
@@ -223,6 +229,7 @@ def test_a_later_journal_extends_a_dataset_without_rewriting_it(tmp_path, monkey
     extended = load_dataset(base)
     assert sorted(extended.shapes()) == sorted(SHAPES) and len(extended.measurements) == 12
     assert extended.provenance["sittings"][-1]["extension"] == "001_later_check.parquet"
+    assert extended.measurements["sitting"].tolist() == [0] * 6 + [1] * 6
     assert "wrote " in capsys.readouterr().out
     with pytest.raises(SystemExit, match=r"already in .*: \[\(5, 64, 32\)\]"):
         run("--shapes", "5x64x32")

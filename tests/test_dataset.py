@@ -166,8 +166,8 @@ def test_not_a_parquet_file(tmp_path):
 
 
 def test_unsupported_schema_version(saved):
-    rewrite(saved, change_metadata=lambda meta: meta.update(schema_version=2))
-    with pytest.raises(DatasetError, match="unsupported schema_version 2.*reads schema_version 1"):
+    rewrite(saved, change_metadata=lambda meta: meta.update(schema_version=3))
+    with pytest.raises(DatasetError, match="unsupported schema_version 3.*reads schema_version 1 and 2"):
         load_dataset(saved)
 
 
@@ -308,3 +308,52 @@ def test_an_extension_dropped_in_by_hand_is_checked_on_loading(saved):
     save_dataset(shifted(base, 0), dataset_module.extensions_directory(saved) / "001_copy.parquet")
     with pytest.raises(DatasetError, match=r"extension .*001_copy.parquet: shapes .* already in the dataset"):
         load_dataset(saved)
+
+
+def with_sittings(dataset: Dataset, sittings: int, measurement_sittings, vendor_sittings) -> Dataset:
+    """The dataset as if measured in `sittings` sittings, each row in the one given."""
+    provenance = {**dataset.provenance, "date": "d0",
+                  **({"sittings": [{"measured_before": 3 * index, "date": f"d{index}"} for index in range(sittings)]}
+                     if sittings > 1 else {})}
+    return make_dataset(measurements=dataset.measurements.assign(sitting=measurement_sittings),
+                        vendor=dataset.vendor.assign(sitting=vendor_sittings), provenance=provenance)
+
+
+def test_rows_keep_their_sittings_through_a_file_and_a_file_without_them_stays_version_1(saved, tmp_path):
+    assert json.loads(pq.read_schema(saved).metadata[b"tunebench"])["schema_version"] == 1
+    assert "sitting" not in pq.read_schema(saved).names and "sitting" not in load_dataset(saved).measurements
+    dataset = with_sittings(make_dataset(), 2, [0, 0, 0, 1, 1, None], [1])
+    path = tmp_path / "sittings.parquet"
+    save_dataset(dataset, path)
+    assert json.loads(pq.read_schema(path).metadata[b"tunebench"])["schema_version"] == 2
+    loaded = load_dataset(path)
+    assert loaded.measurements["sitting"].tolist() == [0, 0, 0, 1, 1, pd.NA]
+    assert loaded.measurements["sitting"].dtype == "Int64" and loaded.vendor["sitting"].tolist() == [1]
+    pd.testing.assert_frame_equal(loaded.measurements, dataset.measurements)
+
+
+@pytest.mark.parametrize("bad", [2, -1, 0.5, "first"])
+def test_a_sitting_the_provenance_does_not_list_is_refused(bad):
+    with pytest.raises(DatasetError, match=rf"measurements: sitting {bad!r} is not one of the provenance's 2 "
+                                           r"sitting\(s\): expected an integer from 0 to 1, or null"):
+        with_sittings(make_dataset(), 2, [0, 0, 0, 1, 1, bad], [1])
+    with pytest.raises(DatasetError, match=r"vendor: sitting 1 is not one of the provenance's 1 sitting\(s\)"):
+        with_sittings(make_dataset(), 1, [0] * 6, [1])
+
+
+def test_a_version_2_file_needs_its_sitting_column(tmp_path):
+    path = tmp_path / "sittings.parquet"
+    save_dataset(with_sittings(make_dataset(), 1, [0] * 6, [0]), path)
+    rewrite(path, change_table=lambda table: table.drop_columns(["sitting"]))
+    with pytest.raises(DatasetError, match=r"missing column\(s\) \['sitting'\]"):
+        load_dataset(path)
+
+
+def test_an_extensions_sittings_follow_the_datasets_and_rows_without_one_stay_unknown(saved):
+    base = load_dataset(saved)  # no sitting column: its rows' sittings are unknown
+    dataset_module.save_extension(with_sittings(shifted(base, 1000), 2, [0, 0, 0, 1, 1, 1], [0]), saved, "two")
+    dataset_module.save_extension(with_sittings(shifted(base, 2000), 1, [0] * 6, [0]), saved, "one")
+    loaded = load_dataset(saved)
+    assert len(loaded.provenance["sittings"]) == 4
+    assert loaded.measurements["sitting"].tolist() == [pd.NA] * 6 + [1, 1, 1, 2, 2, 2] + [3] * 6
+    assert loaded.vendor["sitting"].tolist() == [pd.NA, 1, 3]

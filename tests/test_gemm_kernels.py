@@ -33,6 +33,18 @@ def test_sweep_table_counts_every_config_and_compares_with_cublas():
     assert set(failures.status) == {"compile_error", "out_of_resources"}
     assert same_failures  # the six recorded shapes fail the same 464 configs the same way
     assert failures.groupby("shape").configs.sum().tolist() == [464] * 6
+    assert tma_kernel.SITTINGS not in sweep  # recorded before datasets kept each row's sitting
+
+
+def test_sweep_table_names_the_sittings_of_cublas_the_best_and_the_configs_where_the_dataset_records_them():
+    """The widened sweep's 8192 rows were rebuilt from their journal: 8192^3's configs span two H200s (the provenance's
+    4th and 5th sittings), its best timed on the second and its cuBLAS on the first; the earlier shapes' are unknown."""
+    sweep, _, _ = tma_kernel.sweep_table(tma_kernel.REPO_ROOT / "results" / "datasets" /
+                                         "matmul_tma_bfloat16_h200_default_widened.parquet")
+    sittings = sweep.set_index("shape")[tma_kernel.SITTINGS]
+    assert sittings.to_dict() == {"2048x2048x2048": "? / ? / ?", "4096x4096x4096": "? / ? / ?",
+                                  "4096x4096x14336": "? / ? / ?", "4096x14336x4096": "? / ? / ?",
+                                  "8192x4096x4096": "4 / 4 / 4", "8192x8192x8192": "4 / 5 / 4, 5"}
 
 
 def test_replay_targets_per_run_and_their_medians():

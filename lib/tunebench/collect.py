@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from tunebench.kernels import complete_config, get_kernel
-from tunebench.measure.dataset import Dataset, provenance_records, save_dataset, sweep_provenance
+from tunebench.measure.dataset import SITTING, Dataset, provenance_records, save_dataset, sweep_provenance
 from tunebench.measure.result import Result, Status
 from tunebench.measure.timing import TimingPolicy
 
@@ -124,7 +124,9 @@ def _result_record(kind: str, shape: Shape, result: Result) -> dict[str, Any]:
 
 def dataset_records(dataset: Dataset) -> list[dict[str, Any]]:
     """A saved dataset as the journal records `build_dataset` makes it from, for a dataset whose journal is gone:
-    `build_dataset(kernel, dtype, dataset_records(dataset) + later_journal)` extends it with a later sitting."""
+    `build_dataset(kernel, dtype, dataset_records(dataset) + later_journal)` extends it with a later sitting. Each
+    row's record names its sitting (None where the dataset does not know it), since here the rows follow all the
+    sittings' provenance records rather than each its own."""
     shape_names, names = list(dataset.shape_names), list(dataset.parameter_names)
 
     def record(kind: str, row: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,7 +134,8 @@ def dataset_records(dataset: Dataset) -> list[dict[str, Any]]:
         return {"kind": kind, "shape": [int(row[name]) for name in shape_names], "config": dict(config),
                 "status": row["status"], "repeats_ms": [float(x) for x in row["repeats_ms"]],
                 "compile_s": float(row["compile_s"]), "bench_s": float(row["bench_s"]),
-                "error": error if isinstance(error, str) else None}
+                "error": error if isinstance(error, str) else None,
+                "sitting": None if pd.isna(row.get(SITTING, pd.NA)) else int(row[SITTING])}
 
     records = provenance_records(dataset.provenance)
     for row in dataset.measurements.to_dict("records"):
@@ -158,13 +161,17 @@ def whole_shapes(records: Sequence[Mapping[str, Any]], configs: Sequence[Mapping
 
 
 def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, Any]]) -> Dataset:
-    """The Dataset of a finished sweep: the last record of each (shape, config) wins."""
+    """The Dataset of a finished sweep: the last record of each (shape, config) wins. Each row's `sitting` is that of
+    the provenance record last before it (a record that names its own, as `dataset_records` makes, keeps it)."""
     kernel = get_kernel(kernel_name)
     space = kernel.config_space()
     provenance = sweep_provenance(records)
     triton_rows: dict[tuple, dict] = {}
     vendor_rows: dict[tuple, dict] = {}
+    sitting = -1
     for record in records:
+        if record["kind"] == "provenance":
+            sitting += 1
         if record["kind"] not in ("config", "vendor"):
             continue
         shape = tuple(record["shape"])
@@ -173,7 +180,7 @@ def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, A
         ok = record["status"] == Status.OK.value
         row.update(status=record["status"], latency_ms=float(np.median(repeats)) if ok else np.nan,
                    repeats_ms=repeats, compile_s=float(record["compile_s"]), bench_s=float(record["bench_s"]),
-                   error=record["error"])
+                   error=record["error"], sitting=record.get("sitting", sitting))
         if record["kind"] == "vendor":
             row["library"] = kernel.VENDOR_LIBRARY
             vendor_rows[shape] = row

@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
 from tunebench.live_traces import FRACTIONS_OF_VENDOR, summary_rows
-from tunebench.measure.dataset import Dataset
+from tunebench.measure.dataset import SITTING, Dataset, has_sittings
 from tunebench.metrics import evaluations_to_reach, fraction_curve_over_time, seconds_to_reach
 from tunebench.plots import shown_path, strategy_colors
 from tunebench.report import REPO_ROOT
@@ -46,9 +46,19 @@ RUNS = {BEFORE: ("", "repeats"), OVERLAPPED: ("overlapped", "overlapped/repeats"
         BESIDE_FORKED: (None, "forked/commit_69beb4c")}
 
 
+SITTINGS = "sittings: cuBLAS / best / configs"
+
+
+def _sitting_names(sittings: pd.Series) -> str:
+    """The sittings, numbered from 1 in the provenance's order, '?' where the dataset does not know one."""
+    known = sorted({int(sitting) + 1 for sitting in sittings.dropna()})
+    return ", ".join([*map(str, known), *(["?"] if sittings.isna().any() else [])])
+
+
 def sweep_table(dataset_path: Path) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
-    """Per recorded shape: outcomes, the best config against cuBLAS, and how many configs come near it; the failures
-    by the parameters that decide them; and whether every shape failed exactly the same configs the same way."""
+    """Per recorded shape: outcomes, the best config against cuBLAS, and how many configs come near it (and, where the
+    dataset records them, the sittings of cuBLAS, of the best config and of all configs); the failures by the
+    parameters that decide them; and whether every shape failed exactly the same configs the same way."""
     dataset = open_dataset(dataset_path)
     rows, failures, failed_configs = [], [], []
     for shape in dataset.shapes():
@@ -63,6 +73,10 @@ def sweep_table(dataset_path: Path) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
                      "best_ms": round(best.latency_ms, 4), "best vs cuBLAS": round(vendor_ms / best.latency_ms, 3),
                      "configs >= 0.95x cuBLAS": int((vendor_ms / ok.latency_ms >= 0.95).sum()),
                      "best config": ", ".join(f"{name}={best[name]}" for name in dataset.parameter_names)})
+        if has_sittings(dataset):
+            vendor = dataset.vendor.set_index(list(dataset.shape_names)).loc[[shape]]
+            rows[-1][SITTINGS] = " / ".join(_sitting_names(sittings) for sittings in (
+                vendor.get(SITTING, pd.Series([pd.NA])), pd.Series([best.get(SITTING, pd.NA)]), task[SITTING]))
         failed = task[task.status != "ok"]
         failed_configs.append(set(map(tuple, failed[[*dataset.parameter_names, "status"]].to_numpy().tolist())))
         failures.append(failed.groupby(["status", "WARP_SPECIALIZE", "FLATTEN", "num_warps"]).size()

@@ -4,7 +4,8 @@
 (`save_extension`: later shapes in files of their own, so that growing a dataset never rewrites it), and says what is
 wrong if it can't.
 
-File format (schema_version 1): one parquet file, one row per measurement.
+File format (schema_version 2; a file without the `sitting` column is written as, and read as, version 1): one
+parquet file, one row per measurement.
 
 | column            | type                 | meaning                                                          |
 | ----------------- | -------------------- | ---------------------------------------------------------------- |
@@ -18,9 +19,11 @@ File format (schema_version 1): one parquet file, one row per measurement.
 | `bench_s`         | float64              | seconds to time it (warm-up, repeats, correctness check)         |
 | `error`           | string               | why it failed; "" when ok                                        |
 | `library`         | string               | vendor rows: the library measured, e.g. "torch.matmul (cuBLAS)"  |
+| `sitting`         | int64, optional      | which of the provenance's sittings measured the row (0: the first); |
+|                   |                      | null where not known (rows of a dataset made before the column)  |
 
 In vendor rows `status`, `compile_s`, `bench_s` and `error` may be null. The parquet schema metadata holds,
-under the key `tunebench`, a JSON object: `schema_version` (1), `kernel`, `dtype`, `gpu` (GPU model name),
+under the key `tunebench`, a JSON object: `schema_version` (1 or 2), `kernel`, `dtype`, `gpu` (GPU model name),
 `shape_names`, `parameters` (each parameter's `to_spec()`, in config-space order) and `provenance` (where and
 how it was measured: GPU, driver, CUDA, torch, Triton, Python, timing method, date, command, compile workers).
 
@@ -58,7 +61,9 @@ if TYPE_CHECKING:
 
 Shape = tuple[int, ...]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READ_SCHEMA_VERSIONS = (1, 2)  # version 1: no `sitting` column
+SITTING = "sitting"
 METADATA_KEY = b"tunebench"
 MEASUREMENT_COLUMNS = ("status", "latency_ms", "repeats_ms", "compile_s", "bench_s", "error")
 VENDOR_COLUMNS = ("library", "latency_ms", "repeats_ms")
@@ -68,7 +73,7 @@ SOURCES = ("triton", "vendor")
 # pyarrow's default snappy (the tracked tree, datasets included, travels to the GPU machine, which takes 64 MiB).
 PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 9}
 _STATUS_VALUES = tuple(status.value for status in Status)
-_RESERVED = ("source", *MEASUREMENT_COLUMNS, "library")
+_RESERVED = ("source", *MEASUREMENT_COLUMNS, "library", SITTING)
 EXTENSIONS_SUFFIX = ".extensions"
 _EXTENSION_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
 
@@ -181,7 +186,7 @@ class Dataset:
 
     def _normalize_measurements(self, frame: pd.DataFrame) -> pd.DataFrame:
         columns = [*self.shape_names, *self.parameter_names, *MEASUREMENT_COLUMNS]
-        frame = _select_columns(frame, columns, (), "measurements")
+        frame = _select_columns(frame, columns, (SITTING,), "measurements")
         for name in self.shape_names:
             frame[name] = _int_column(frame[name], name, "measurements")
         frame["status"] = _status_column(frame["status"], "measurements")
@@ -216,13 +221,16 @@ class Dataset:
             raise DatasetError(f"measurements: a failed row carries no latency (NaN); row "
                                f"{self._describe_row(frame, bad_failed)} has "
                                f"{_plain(frame.loc[bad_failed, 'latency_ms'].iloc[0])!r}")
+        if SITTING in frame:
+            frame[SITTING] = self._sitting_column(frame[SITTING], "measurements")
         duplicated = frame.duplicated(subset=[*self.shape_names, *self.parameter_names])
         if duplicated.any():
             raise DatasetError(f"measurements: (shape, config) recorded twice: {self._describe_row(frame, duplicated)}")
         return frame
 
     def _normalize_vendor(self, frame: pd.DataFrame) -> pd.DataFrame:
-        frame = _select_columns(frame, [*self.shape_names, *VENDOR_COLUMNS], VENDOR_OPTIONAL_COLUMNS, "vendor")
+        frame = _select_columns(frame, [*self.shape_names, *VENDOR_COLUMNS], (*VENDOR_OPTIONAL_COLUMNS, SITTING),
+                               "vendor")
         for name in self.shape_names:
             frame[name] = _int_column(frame[name], name, "vendor")
         frame["library"] = frame["library"].astype(str)
@@ -235,11 +243,24 @@ class Dataset:
                 frame[name] = _float_column(frame[name], name, "vendor")
         if "error" in frame:
             frame["error"] = frame["error"].fillna("").astype(str)
+        if SITTING in frame:
+            frame[SITTING] = self._sitting_column(frame[SITTING], "vendor")
         duplicated = frame.duplicated(subset=list(self.shape_names))
         if duplicated.any():
             shape = tuple(_plain(size) for size in frame.loc[duplicated, list(self.shape_names)].iloc[0])
             raise DatasetError(f"vendor: shape {shape} has more than one vendor row")
         return frame
+
+    def _sitting_column(self, column: pd.Series, what: str) -> pd.Series:
+        """The column as nullable integers, each the index of one of the provenance's sittings."""
+        count = len(self.provenance.get("sittings") or [None])
+        numbers_ = pd.to_numeric(column, errors="coerce")
+        bad = (numbers_.isna() & column.notna()) | (numbers_.notna() & ((numbers_ != numbers_.round())
+                                                                        | (numbers_ < 0) | (numbers_ >= count)))
+        if bad.any():
+            raise DatasetError(f"{what}: sitting {_plain(column[bad].iloc[0])!r} is not one of the provenance's "
+                               f"{count} sitting(s): expected an integer from 0 to {count - 1}, or null if unknown")
+        return numbers_.astype("Int64")
 
     def _describe_row(self, frame: pd.DataFrame, mask: pd.Series) -> str:
         row = frame[mask].iloc[0]
@@ -349,9 +370,14 @@ def _arrow_type(parameter: Parameter) -> pa.DataType:
                        "column holds one type (all bools, all ints or all strs)")
 
 
+def has_sittings(dataset: Dataset) -> bool:
+    """Whether the dataset's rows say which sitting measured them (the `sitting` column; null where unknown)."""
+    return SITTING in dataset.measurements or SITTING in dataset.vendor
+
+
 def _metadata(dataset: Dataset) -> dict[str, Any]:
     return {
-        "schema_version": SCHEMA_VERSION, "kernel": dataset.kernel, "dtype": dataset.dtype, "gpu": dataset.gpu,
+        "schema_version": SCHEMA_VERSION if has_sittings(dataset) else 1, "kernel": dataset.kernel, "dtype": dataset.dtype, "gpu": dataset.gpu,
         "shape_names": list(dataset.shape_names), "parameters": [p.to_spec() for p in dataset.parameters],
         "provenance": dataset.provenance,
     }
@@ -380,6 +406,10 @@ def _to_table(dataset: Dataset) -> pa.Table:
         columns[name] = pa.array(measurements[name].tolist() + vendor_values(name), pa.float64())
     columns["error"] = pa.array(measurements["error"].tolist() + vendor_values("error"), pa.string())
     columns["library"] = pa.array([None] * len(measurements) + vendor["library"].tolist(), pa.string())
+    if has_sittings(dataset):
+        columns[SITTING] = pa.array([None if pd.isna(value) else int(value) for frame in (measurements, vendor)
+                                     for value in (frame[SITTING] if SITTING in frame else [None] * len(frame))],
+                                    pa.int64())
     table = pa.table(columns)
     return table.replace_schema_metadata({METADATA_KEY: json.dumps(_metadata(dataset)).encode()})
 
@@ -454,9 +484,10 @@ def _load_file(path: Path, kernel: str | None) -> Dataset:
         raise DatasetError(f"{path}: the {METADATA_KEY.decode()!r} metadata is not valid JSON ({error})") from None
     if not isinstance(meta, dict):
         raise DatasetError(f"{path}: the {METADATA_KEY.decode()!r} metadata must be a JSON object")
-    if meta.get("schema_version") != SCHEMA_VERSION:
-        raise DatasetError(f"{path}: unsupported schema_version {meta.get('schema_version')!r}; "
-                           f"this version of tunebench reads schema_version {SCHEMA_VERSION}")
+    version = meta.get("schema_version")
+    if version not in READ_SCHEMA_VERSIONS:
+        raise DatasetError(f"{path}: unsupported schema_version {version!r}; this version of tunebench reads "
+                           f"schema_version {' and '.join(map(str, READ_SCHEMA_VERSIONS))}")
     required = ("kernel", "dtype", "gpu", "shape_names", "parameters", "provenance")
     missing = [key for key in required if key not in meta]
     if missing:
@@ -469,7 +500,8 @@ def _load_file(path: Path, kernel: str | None) -> Dataset:
         raise DatasetError(f"{path}: a parameter spec in the metadata is invalid: {error}") from None
     shape_names = tuple(meta["shape_names"])
     parameter_names = [parameter.name for parameter in parameters]
-    expected = ["source", *shape_names, *parameter_names, *MEASUREMENT_COLUMNS, "library"]
+    sitting = [SITTING] if version >= 2 else []
+    expected = ["source", *shape_names, *parameter_names, *MEASUREMENT_COLUMNS, "library", *sitting]
     missing = [name for name in expected if name not in table.column_names]
     if missing:
         raise DatasetError(f"{path}: missing column(s) {missing}; a {meta['kernel']} dataset has {expected}")
@@ -484,11 +516,12 @@ def _load_file(path: Path, kernel: str | None) -> Dataset:
     triton = table.filter(pc.equal(table["source"], "triton"))
     vendor = table.filter(pc.equal(table["source"], "vendor"))
     vendor_columns = [*shape_names, *VENDOR_COLUMNS,
-                      *(name for name in VENDOR_OPTIONAL_COLUMNS if vendor[name].null_count < len(vendor))]
+                      *(name for name in VENDOR_OPTIONAL_COLUMNS if vendor[name].null_count < len(vendor)), *sitting]
     try:
         return Dataset(kernel=meta["kernel"], dtype=meta["dtype"], gpu=meta["gpu"], shape_names=shape_names,
                        parameters=parameters,
-                       measurements=_to_frame(triton, [*shape_names, *parameter_names, *MEASUREMENT_COLUMNS]),
+                       measurements=_to_frame(triton, [*shape_names, *parameter_names, *MEASUREMENT_COLUMNS,
+                                                       *sitting]),
                        vendor=_to_frame(vendor, vendor_columns), provenance=meta["provenance"])
     except DatasetError as error:
         raise DatasetError(f"{path}: {error}") from None
@@ -536,7 +569,9 @@ def save_extension(dataset: Dataset, path: str | os.PathLike[str], name: str) ->
 
 def _extended(base: Dataset, extensions: Sequence[tuple[Path, Dataset]]) -> Dataset:
     """`base` with each extension's rows appended and its sittings in the provenance, each marked with its file."""
-    measurements, vendor, records = [base.measurements], [base.vendor], provenance_records(base.provenance)
+    sittings = has_sittings(base) or any(has_sittings(extension) for _, extension in extensions)
+    measurements, vendor = _with_sittings([base.measurements, base.vendor], 0, sittings)
+    measurements, vendor, records = [measurements], [vendor], provenance_records(base.provenance)
     rows, shapes = len(base.measurements) + len(base.vendor), set(base.shapes())
     for file, extension in extensions:
         for what in ("kernel", "dtype", "gpu", "shape_names"):
@@ -551,18 +586,30 @@ def _extended(base: Dataset, extensions: Sequence[tuple[Path, Dataset]]) -> Data
             raise DatasetError(f"extension {file}: shapes {again[:5]}{' ...' if len(again) > 5 else ''} "
                                f"({len(again)}) are already in the dataset or an earlier extension")
         shapes |= set(extension.shapes())
+        extension_measurements, extension_vendor = _with_sittings([extension.measurements, extension.vendor],
+                                                                  len(records), sittings)
         records += [{**record, "measured_before": record["measured_before"] + rows,
                      "provenance": {**record["provenance"], "extension": file.name}}
                     for record in provenance_records(extension.provenance)]
         rows += len(extension.measurements) + len(extension.vendor)
-        measurements.append(extension.measurements)
-        vendor.append(extension.vendor)
+        measurements.append(extension_measurements)
+        vendor.append(extension_vendor)
     extended = Dataset(kernel=base.kernel, dtype=base.dtype, gpu=base.gpu, shape_names=base.shape_names,
                        parameters=base.parameters, measurements=base.measurements.iloc[:0],
                        vendor=pd.concat(vendor, ignore_index=True), provenance=sweep_provenance(records))
     # Each part was validated when it was made and their shapes are disjoint (above): the rows need no second pass.
     extended.measurements = pd.concat(measurements, ignore_index=True)
     return extended
+
+
+def _with_sittings(frames: Sequence[pd.DataFrame], offset: int, sittings: bool) -> list[pd.DataFrame]:
+    """The frames with their `sitting` shifted by `offset` (the sittings listed before theirs), or null where they
+    have none; unchanged when no part of the dataset has sittings."""
+    if not sittings:
+        return list(frames)
+    return [frame.assign(**{SITTING: (frame[SITTING] + offset if SITTING in frame
+                                      else pd.Series(pd.NA, index=frame.index, dtype="Int64"))})
+            for frame in frames]
 
 
 # -- provenance ----------------------------------------------------------------------------------
