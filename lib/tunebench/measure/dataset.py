@@ -377,7 +377,8 @@ def has_sittings(dataset: Dataset) -> bool:
 
 def _metadata(dataset: Dataset) -> dict[str, Any]:
     return {
-        "schema_version": SCHEMA_VERSION if has_sittings(dataset) else 1, "kernel": dataset.kernel, "dtype": dataset.dtype, "gpu": dataset.gpu,
+        "schema_version": SCHEMA_VERSION if has_sittings(dataset) else 1,
+        "kernel": dataset.kernel, "dtype": dataset.dtype, "gpu": dataset.gpu,
         "shape_names": list(dataset.shape_names), "parameters": [p.to_spec() for p in dataset.parameters],
         "provenance": dataset.provenance,
     }
