@@ -34,8 +34,10 @@ $(VENV)/.installed: pyproject.toml
 report: $(VENV)/.installed
 	$(BIN)/python -m tunebench.report --out $(REPORTS)
 
+# One pytest process per core of the project's 2-core CI machine (pytest-xdist); TEST_WORKERS=0 runs them in one.
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # jupytext's contents manager reads the py:percent sources as notebooks; the default-viewer override
 # (kept inside the venv) makes a double click open them as notebooks rather than as text. Jupyter
