@@ -1,5 +1,6 @@
-"""The widened-tile benchmark's plan (the sweep's best and every widened config per shape), its summary's ratios, and the
-widened sweep's unwidened subspace (`benchmarks/unwidened_subspace.py`)."""
+"""The widened-tile benchmark's plan (the sweep's best and every widened config per shape), its summary's ratios, the
+widened sweep's unwidened subspace (`benchmarks/unwidened_subspace.py`) and the live side by side of the two spaces
+(`benchmarks/live_side_by_side.py`)."""
 
 import sys
 from pathlib import Path
@@ -10,7 +11,8 @@ import pytest
 from tunebench.kernels import matmul_tma
 from tunebench.space import ConfigError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
 import widened_tiles  # noqa: E402
 
 
@@ -93,3 +95,30 @@ def test_best_config_is_the_fastest_ok_row_widened_at_the_prefill_layers_only():
         for shape, best in bests.items():
             task = dataset.task(shape)
             assert best.status == "ok" and best.latency_ms == task[task.status == "ok"].latency_ms.min()
+
+
+def test_the_live_side_by_side_gives_stop_59s_medians_at_4096_and_each_seed_at_8192(tmp_path, monkeypatch, capsys):
+    """benchmarks/live_side_by_side.py on the recorded live runs: at 4096^3 the medians stop 59 took from a scratch
+    script (a seed that never reached 0.99x counted as the slowest); at 8192^3, every run reached 0.99x cuBLAS."""
+    import live_side_by_side
+
+    live = REPO / "results" / "live_search" / "matmul_tma_widened"
+    table = live_side_by_side.side_by_side(live_side_by_side.runs(live / "side_by_side_4096"))
+    rows = table.set_index(["strategy", "version"])
+    assert rows.loc[("lfbo_quick", "widened"), "s to 0.99x"] == 5.65
+    assert rows.loc[("lfbo_quick", "unwidened_6990140"), ["s to 0.99x", "seeds to 0.99x"]].tolist() == [4.25, "3 of 4"]
+    assert rows.loc[("lfbo", "widened"), ["s to 0.95x", "s to 0.99x"]].tolist() == [6.6, 9.8]
+    wide = live_side_by_side.runs(live / "side_by_side_8192")
+    assert len(wide) == 10 and wide["s to 0.99x"].notna().all() and (wide["best vs cuBLAS"] > 1).all()
+
+    mixed = tmp_path / "mixed"
+    for size in ("4096", "8192"):
+        run = next((live / f"side_by_side_{size}" / "widened" / "lfbo_seed0").glob("*.parquet"))
+        (mixed / "widened" / f"lfbo_seed{size}").mkdir(parents=True)
+        (mixed / "widened" / f"lfbo_seed{size}" / run.name).write_bytes(run.read_bytes())
+    monkeypatch.setattr(sys, "argv", ["live_side_by_side.py", "--folder", str(mixed)])
+    with pytest.raises(SystemExit):
+        live_side_by_side.main()
+    assert "are of 2 shapes, ['4096x4096x4096', '8192x8192x8192']: expected one" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="no traces in"):
+        live_side_by_side.runs(tmp_path / "empty")
