@@ -1,8 +1,9 @@
 """Live searches of two code versions run seed by seed in one sitting, side by side: medians over each one's seeds.
 
 Run: `.venv/bin/python benchmarks/live_side_by_side.py --folder F`, e.g. F =
-`results/live_search/matmul_tma_widened/side_by_side_8192`. The folder holds a subfolder per version (e.g. `widened/`, `unwidened_6990140/`), each with `<strategy>_seed<N>/`
-folders of `benchmarks/live_search.py` traces of one shape; the table goes to `side_by_side.md` in the folder.
+`results/live_search/matmul_tma_widened/side_by_side_8192`. The folder holds a subfolder per version (e.g.
+`widened/`, `unwidened_6990140/`), each with `<strategy>_seed<N>/` folders of `benchmarks/live_search.py` traces of
+one shape; the table goes to `side_by_side.md` in the folder.
 """
 
 from __future__ import annotations
