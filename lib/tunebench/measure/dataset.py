@@ -19,8 +19,8 @@ parquet file, one row per measurement.
 | `bench_s`         | float64              | seconds to time it (warm-up, repeats, correctness check)         |
 | `error`           | string               | why it failed; "" when ok                                        |
 | `library`         | string               | vendor rows: the library measured, e.g. "torch.matmul (cuBLAS)"  |
-| `sitting`         | int64, optional      | which of the provenance's sittings measured the row (0: the first); |
-|                   |                      | null where not known (rows of a dataset made before the column)  |
+| `sitting`         | int64, optional      | the provenance's sitting that measured the row (0: the first);   |
+|                   |                      | null where unknown (rows recorded before the column existed)     |
 
 In vendor rows `status`, `compile_s`, `bench_s` and `error` may be null. The parquet schema metadata holds,
 under the key `tunebench`, a JSON object: `schema_version` (1 or 2), `kernel`, `dtype`, `gpu` (GPU model name),
