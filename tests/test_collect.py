@@ -250,3 +250,13 @@ def test_given_configs_recorded_before_a_parameter_joined_the_space_mean_its_old
     assert sweep_configs("matmul_tma", [dict(recorded, WIDEN=True)]) == [dict(recorded, WIDEN=True)]
     with pytest.raises(ConfigError, match="unknown parameter"):
         sweep_configs("matmul_tma", [dict(recorded, WIDTH=True)])
+
+
+def test_a_gpu_sweep_stopped_and_resumed_says_which_sitting_timed_each_row():
+    """results/dataset_sittings_check/: the collector on one H200, stopped after its first shape, then resumed."""
+    path = TESTS.parent / "results" / "dataset_sittings_check" / "h200" / "sittings.parquet"
+    dataset = load_dataset(path, kernel="matmul_tma")
+    assert len(dataset.provenance["sittings"]) == 2 and dataset.gpu == "NVIDIA H200"
+    sittings = dataset.measurements.groupby("M")["sitting"].agg(lambda column: sorted(set(column))).to_dict()
+    assert sittings == {1024: [0], 2048: [1]} and dataset.measurements.groupby("M").size().tolist() == [80, 80]
+    assert dataset.vendor.set_index("M")["sitting"].to_dict() == {1024: 0, 2048: 1}
