@@ -78,6 +78,12 @@ def test_a_sweep_over_two_gpus_resumes_per_gpu_and_merges_every_shape(tmp_path):
                                           for s in sittings)
         assert not gpu_out(out, gpu).exists(), "only the merged dataset is written"
     assert len(dataset.provenance["sittings"]) == 4
+    # Each row names the sitting that timed it: its GPU's second (the first stopped before measuring anything).
+    visible = [sitting.get("visible_gpus", dataset.provenance["visible_gpus"])
+               for sitting in dataset.provenance["sittings"]]
+    for gpu, share, sitting in zip(("0", "1"), shares, (1, 3)):
+        rows = dataset.measurements[dataset.measurements[["M", "N", "K"]].apply(tuple, axis=1).isin(set(share))]
+        assert set(rows["sitting"]) == {sitting} and visible[sitting] == gpu
 
 
 def test_a_gpu_whose_collector_fails_is_named(tmp_path):
