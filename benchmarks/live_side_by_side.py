@@ -20,7 +20,6 @@ from tunebench.files import write_text_atomically
 from tunebench.live_traces import summary_rows
 from tunebench.tables import markdown_table
 
-REPO = Path(__file__).resolve().parent.parent
 RUN_FOLDER = re.compile(r"(?P<strategy>.+)_seed(?P<seed>\d+)")
 FRACTIONS = (0.95, 0.99)  # of cuBLAS's speed
 
