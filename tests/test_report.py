@@ -15,8 +15,8 @@ import pytest
 from papermill.exceptions import PapermillExecutionError
 
 from tunebench import report
-from tunebench.dataset_summary import best_per_shape, first_shapes, shape_label, status_shares
-from tunebench.measure.dataset import Dataset, save_dataset
+from tunebench.dataset_summary import best_per_shape, first_shapes, provenance_line, shape_label, status_shares
+from tunebench.measure.dataset import Dataset, load_dataset, save_dataset
 from tunebench.plots import plot_best_vs_vendor, plot_latency_distributions
 from tunebench.space import Ordinal, PowerOfTwo
 
@@ -262,3 +262,15 @@ def test_plots_have_labelled_axes_and_one_entry_per_shape() -> None:
     flop = 2 * 4096**3
     assert bars.texts[-1].get_text() == f"{1.2 / 0.9:.2f}× ({flop / 2.7e9:.3g} vs {flop / 3.6e9:.3g} TFLOP/s)"
     plt.close("all")
+
+
+def test_provenance_line_counts_the_sittings_and_the_rows_that_say_which_timed_them() -> None:
+    datasets = report.REPO_ROOT / "results" / "datasets"
+    assert "sittings" not in provenance_line(small_dataset())
+    line = provenance_line(load_dataset(datasets / "matmul_tma_bfloat16_h200_default_widened.parquet"))
+    assert "5 sittings, the first's shown; 15,760 of 47,280 rows name theirs;" in line  # its 8192 rows only
+    line = provenance_line(load_dataset(datasets / "matmul_tma_bfloat16_h200.parquet"))
+    assert "6 sittings, the first's shown; driver" in line
+    line = provenance_line(load_dataset(report.REPO_ROOT / "results" / "dataset_sittings_check" / "h200" /
+                                        "sittings.parquet"))
+    assert "2 sittings, the first's shown; each row names its own;" in line

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pandas as pd
 
-from tunebench.measure.dataset import repeat_spread
+from tunebench.measure.dataset import SITTING, repeat_spread
 from tunebench.measure.result import Status
 
 if TYPE_CHECKING:
@@ -148,9 +148,17 @@ def speedup_summary(best: pd.DataFrame) -> str:
 
 
 def provenance_line(dataset: Dataset) -> str:
-    """One line saying where a dataset's numbers come from: GPU, software, date, and the command or citation."""
+    """One line saying where a dataset's numbers come from: GPU, software, date, and the command or citation (the first
+    sitting's, and how many more there were, if any)."""
     provenance = dataset.provenance
     parts = [f"{dataset.kernel} {dataset.dtype} on {provenance.get('gpu_name', dataset.gpu)}"]
+    sittings = len(provenance.get("sittings") or [None])
+    if sittings > 1:
+        rows = len(dataset.measurements)
+        named = int(dataset.measurements[SITTING].notna().sum()) if SITTING in dataset.measurements else 0
+        recorded = ("; each row names its own" if named == rows
+                    else f"; {named:,} of {rows:,} rows name theirs" if named else "")
+        parts.append(f"{sittings} sittings, the first's shown{recorded}")
     software = ", ".join(f"{name} {provenance[name]}" for name in ("driver", "cuda", "torch", "triton")
                          if provenance.get(name))
     if software:
