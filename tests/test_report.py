@@ -1,6 +1,7 @@
 """Headless notebook reports: parameter checks, the search-space notebook rendered to HTML, the index, summaries.
 
-Three kernels are started in all (the search-space notebook ok and failing, a cell timeout): each costs seconds.
+Four kernels are started in all (the search-space notebook ok and failing, a cell timeout, the kernel's sockets): each
+costs seconds.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import math
 import re
 from pathlib import Path
 
+import nbformat
 import pandas as pd
 import pytest
 from papermill.exceptions import PapermillExecutionError
@@ -156,6 +158,18 @@ def test_cell_timeout_is_reported_in_the_html_and_raised(tmp_path: Path) -> None
     with pytest.raises(TimeoutError):
         report.run_notebook(notebook, tmp_path / "out", timeout_s=1)
     assert "This run failed:</b> CellTimeoutError" in (tmp_path / "out" / "slow.html").read_text()
+
+
+def test_the_kernel_talks_over_private_unix_sockets_that_go_with_the_run(tmp_path: Path) -> None:
+    notebook = tmp_path / "transport.py"
+    notebook.write_text('# %% tags=["parameters"]\nunused = 0\n\n# %%\nfrom ipykernel.kernelapp import IPKernelApp\n'
+                        'print(IPKernelApp.instance().transport, IPKernelApp.instance().ip)\n')
+    report.run_notebook(notebook, tmp_path / "out")
+    executed = nbformat.read(tmp_path / "out" / "transport.ipynb", as_version=4)
+    transport, address = executed.cells[-1].outputs[0]["text"].split()
+    sockets = Path(address).parent
+    assert transport == "ipc" and sockets.name.startswith("tunebench-kernel-") and Path(address).is_absolute()
+    assert not sockets.exists(), "the sockets' folder is removed with the run"
 
 
 # -- build_reports bookkeeping and the CLI (no kernel started) --------------------------------------

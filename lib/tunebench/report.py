@@ -146,6 +146,26 @@ def _render_html(notebook, title: str) -> str:
     return body
 
 
+def _kernel_manager_on_local_sockets(folder: Path) -> type:
+    """A kernel manager whose kernel talks over Unix sockets in `folder` (IPC), not TCP ports on localhost: only this
+    user can open them (a temporary folder is private), and ipykernel has no plain-TCP warning to print on every run.
+    Their paths are absolute, where jupyter_client's IPC default ("kernel-ipc-N") would lie in each process's working
+    directory, which the kernel (started in the notebook's folder) and this process do not share."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class LocalSocketKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self) -> str:
+            return "ipc"
+
+        @default("ip")
+        def _ip_default(self) -> str:
+            return str(folder / "kernel")
+
+    return LocalSocketKernelManager
+
+
 def run_notebook(source: Path, out_dir: Path, parameters: Mapping[str, object] | None = None, *,
                  kernel_name: str | None = None, timeout_s: int = 600) -> Path:
     """Execute a jupytext notebook headless and write `<name>.html` (and the executed `<name>.ipynb`).
@@ -168,9 +188,13 @@ def run_notebook(source: Path, out_dir: Path, parameters: Mapping[str, object] |
         nbformat.write(jupytext.read(source), input_path)
         failure: Exception | None = None
         try:
-            papermill.execute_notebook(input_path, executed_path, parameters=overrides, language="python",
-                                       kernel_name=kernel_name or _kernel_for_this_interpreter(),
-                                       cwd=source.resolve().parent, execution_timeout=timeout_s, progress_bar=False)
+            # The sockets' folder is short and outside the output folder: a Unix socket's path holds 107 bytes at most.
+            with tempfile.TemporaryDirectory(prefix="tunebench-kernel-") as sockets:
+                papermill.execute_notebook(input_path, executed_path, parameters=overrides, language="python",
+                                           kernel_name=kernel_name or _kernel_for_this_interpreter(),
+                                           cwd=source.resolve().parent, execution_timeout=timeout_s,
+                                           progress_bar=False,
+                                           kernel_manager_class=_kernel_manager_on_local_sockets(Path(sockets)))
         except Exception as error:  # papermill saves the notebook as far as it ran; report it, then raise
             failure = error
         html_path = out_dir / f"{name}.html"
