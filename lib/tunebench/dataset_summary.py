@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pandas as pd
 
-from tunebench.measure.dataset import SITTING, repeat_spread
+from tunebench.measure.dataset import SITTING, repeat_spread, sitting_count
 from tunebench.measure.result import Status
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def provenance_line(dataset: Dataset) -> str:
     sitting's, and how many more there were, if any)."""
     provenance = dataset.provenance
     parts = [f"{dataset.kernel} {dataset.dtype} on {provenance.get('gpu_name', dataset.gpu)}"]
-    sittings = len(provenance.get("sittings") or [None])
+    sittings = sitting_count(provenance)
     if sittings > 1:
         rows = len(dataset.measurements)
         named = int(dataset.measurements[SITTING].notna().sum()) if SITTING in dataset.measurements else 0

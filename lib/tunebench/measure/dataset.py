@@ -253,7 +253,7 @@ class Dataset:
 
     def _sitting_column(self, column: pd.Series, what: str) -> pd.Series:
         """The column as nullable integers, each the index of one of the provenance's sittings."""
-        count = len(self.provenance.get("sittings") or [None])
+        count = sitting_count(self.provenance)
         numbers_ = pd.to_numeric(column, errors="coerce")
         bad = (numbers_.isna() & column.notna()) | (numbers_.notna() & ((numbers_ != numbers_.round())
                                                                         | (numbers_ < 0) | (numbers_ >= count)))
@@ -368,6 +368,11 @@ def _arrow_type(parameter: Parameter) -> pa.DataType:
         return pa.string()
     raise DatasetError(f"parameter {parameter.name!r}: values {_describe_values(values)} mix types; a parquet "
                        "column holds one type (all bools, all ints or all strs)")
+
+
+def sitting_count(provenance: Mapping[str, Any]) -> int:
+    """How many sittings a provenance lists (one, when it lists none: the sweep took one)."""
+    return len(provenance.get("sittings") or [None])
 
 
 def has_sittings(dataset: Dataset) -> bool:
