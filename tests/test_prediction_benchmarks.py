@@ -1,9 +1,12 @@
 """The prediction benchmarks' own logic: benchmarks/head_ablation.py's re-implemented head and fold cache, and
 benchmarks/config_prediction_cv.py's per-class table, benchmarks/config_prediction_learning_curve.py's draws,
 benchmarks/pooled_training.py's arms, benchmarks/h200_training_shapes.py's replay,
-benchmarks/warm_start_tail.py's tail and benchmarks/warm_start_variants.py's seeded replays."""
+benchmarks/warm_start_tail.py's tail, benchmarks/warm_start_variants.py's seeded replays and
+benchmarks/profile_frozen_check.py's frozen picks and judgement."""
 
+import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +27,7 @@ import stand_in_bench  # noqa: E402
 import h200_held_out  # noqa: E402
 import h200_training_shapes  # noqa: E402
 import pooled_training  # noqa: E402
+import profile_frozen_check  # noqa: E402
 import twin_floor  # noqa: E402
 import twin_noise  # noqa: E402
 import warm_start_tail  # noqa: E402
@@ -263,8 +267,7 @@ def test_pooled_training_reads_only_rows_of_the_extra_datas_current_size():
 
 
 def test_best_config_agreement_judges_the_other_gpus_fastest_by_the_primarys_latencies(data):  # noqa: F811
-    from dataclasses import replace
-
+    
     same = pooled_training.best_config_agreement(data, data)
     assert len(same) == len(data.shapes) and (same["efficiency"] == 1).all()
     count = len(data.candidates)
@@ -278,6 +281,61 @@ def test_best_config_agreement_judges_the_other_gpus_fastest_by_the_primarys_lat
     assert summary["count"].sum() == 2
     with pytest.raises(ValueError, match="other candidate configs"):
         pooled_training.best_config_agreement(data, replace(data, candidates=data.candidates[:-1]))
+
+
+def test_the_profile_check_freezes_each_arms_picks_times_their_union_and_judges_each_by_the_rounds(
+        tmp_path, monkeypatch, dataset, resources):  # noqa: F811
+    """`profile_frozen_check.py`: each arm's frozen picks are its predictor's, written once; the timed set holds both
+    arms' top 10 and `best_config`; the re-timing judges each arm's pick by the rounds after the first, and refuses a
+    journal that never timed a pick or a predictor that saw a held-out shape."""
+    held_out = set(dataset.shapes()[:3])
+    training = training_data(h200_held_out.without_shapes(dataset, held_out), resources)
+    second_gpu = h200_held_out.without_shapes(dataset, set(dataset.shapes()) - held_out)
+    paths = {arm: tmp_path / f"{arm}.predictor" for arm in profile_frozen_check.ARMS}
+    predictors = {"without": fit_predictor(training, SMALL),
+                  "with": fit_predictor(training, replace(SMALL, profile_factors=2))}
+    for arm, predictor in predictors.items():
+        save_predictor(predictor, paths[arm])
+    monkeypatch.setattr(profile_frozen_check, "PICKS", {arm: tmp_path / f"picks_{arm}.csv" for arm in paths})
+    monkeypatch.setattr(profile_frozen_check, "TIMED_SET", tmp_path / "timed.csv")
+    frozen = profile_frozen_check.freeze(paths, second_gpu, "the command")
+    timed = pd.read_csv(tmp_path / "timed.csv")
+    for arm, predictor in predictors.items():
+        frame = frozen[arm]
+        assert set(zip(frame["M"], frame["N"], frame["K"])) == held_out
+        assert json.loads((tmp_path / f"picks_{arm}.provenance.json").read_text())["profile_factors"] == \
+            profile_frozen_check.ARMS[arm]
+        for row, union in zip(frame.itertuples(index=False), timed["top10_configs"]):
+            shape = (row.M, row.N, row.K)
+            assert row.dispatcher_config == h200_held_out.config_text(predictor.best_config(shape))
+            assert {*row.top10_configs.split(";"), row.dispatcher_config} <= set(union.split(";"))
+    assert frozen["with"]["top10_configs"].tolist() != frozen["without"]["top10_configs"].tolist()
+    save_predictor(fit_predictor(training_data(dataset, resources), SMALL), paths["without"])
+    assert profile_frozen_check.freeze(paths, second_gpu, "again")["without"].equals(frozen["without"])  # kept
+    with pytest.raises(SystemExit, match="not held out"):
+        profile_frozen_check.picks(paths["without"], second_gpu)
+
+    rows = []
+    for row in timed.itertuples(index=False):
+        shape = (row.M, row.N, row.K)
+        speed = h200_held_out.recorded_speed(dataset, shape)
+        for round_index in range(3):
+            rows += [{"round": round_index, "M": row.M, "N": row.N, "K": row.K, "config": config, "status": "ok",
+                      "latency_ms": (1 + 0.01 * round_index) / speed[config]}
+                     for config in dict.fromkeys([*row.top10_configs.split(";"), row.best_config])]
+    journal = tmp_path / "retime.csv"
+    pd.DataFrame(rows).to_csv(journal, index=False)
+    journal.with_suffix(".provenance.json").write_text(json.dumps(
+        {"command": "timed", "gpu_name": "Test GPU", "triton": "3.6.0", "date": "today"}))
+    text, table = profile_frozen_check.retimed(frozen, journal)
+    for arm, frame in frozen.items():
+        np.testing.assert_allclose(table[f"{arm}: best_config"], frame["dispatcher_replay"])  # each round alike
+    assert (table["recorded best"] == 1).all() and "| all | 3 |" in text
+    first = rows[0]
+    pd.DataFrame([row for row in rows if (row["M"], row["N"], row["K"], row["config"]) !=
+                  (first["M"], first["N"], first["K"], first["config"])]).to_csv(journal, index=False)
+    with pytest.raises(SystemExit, match="never timed"):
+        profile_frozen_check.retimed(frozen, journal)
 
 
 def test_the_h200_training_replay_judges_pick_and_top_10_by_the_recorded_latencies(dataset, predictor):  # noqa: F811
