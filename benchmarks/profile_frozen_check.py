@@ -2,12 +2,13 @@
 for the profile, judged on the 138 H200 training shapes, which neither saw: by their recorded H200 sitting, and by a
 re-timing of both predictors' picks side by side on an H200.
 
-Run: `.venv/bin/python benchmarks/profile_frozen_check.py` fits both predictors in one process of 2 threads (kept
-under build/profile_frozen_check/ and reused, so a killed run resumes after its last finished fit), freezes their picks
-(PICKS, never overwritten) and the set to time (TIMED_SET: both predictors' top 10 and `best_config`), and writes
-results/config_prediction/profile_frozen_check.md and its _per_shape.csv. The re-timing, on the GPU:
-`PYTHONPATH=lib python3 benchmarks/config_prediction_retime.py measure --journal RETIME --per-shape TIMED_SET --dataset
-results/datasets/matmul_bfloat16_h200_training.parquet --stop-after-s 480`; run this script again to add it.
+Run: `.venv/bin/python benchmarks/profile_frozen_check.py` fits both predictors in one process of 2 threads, their
+shortlists for the H200 shapes only (kept under build/profile_frozen_check/ and reused, so a killed run resumes after
+its last finished fit), freezes their picks (PICKS, never overwritten) and the set to time (TIMED_SET: both predictors'
+top 10 and `best_config` on the shapes whose `best_config` differs), and writes results/config_prediction/profile_frozen_check.md and its _per_shape.csv.
+The re-timing, on the GPU: `PYTHONPATH=lib python3 benchmarks/config_prediction_retime.py measure --journal RETIME
+--per-shape TIMED_SET --dataset results/datasets/matmul_bfloat16_h200_training.parquet --stop-after-s 480`; run this
+script again to add it.
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ RETIME = RESULTS / "retime_h200_profile.csv"
 OBJECTIVE = "relative"  # the objective every fold of the cross-validations chose (stops 32 to 55)
 
 
-def fitted(profile_factors: int, threads: int) -> Path:
+def fitted(profile_factors: int, threads: int, asked: list[tuple[int, int, int]]) -> Path:
     """The predictor fitted on every H100 shape with `profile_factors` components (0: none), fitted now unless a
-    finished fit of it is on disk."""
+    finished fit of it is on disk. Its shortlist covers only the grid points around the shapes it will be `asked`
+    (`fit_predictor`'s shortlist_shapes): their picks are those of the whole grid, which takes an hour more to score."""
     path = FITS / f"profile{profile_factors}.predictor"
     if path.exists():
         print(f"reusing {os.path.relpath(path, REPO)}", flush=True)
@@ -60,7 +62,8 @@ def fitted(profile_factors: int, threads: int) -> Path:
           "candidates", flush=True)
     started = time.perf_counter()
     predictor = fit_deployed(data, (OBJECTIVE,), {"note": "fitted for the profile's frozen check; no cross-validation"},
-                             threads, grid={**TUNING_GRID, "profile_factors": (profile_factors,)})
+                             threads, grid={**TUNING_GRID, "profile_factors": (profile_factors,)},
+                             shortlist_shapes=asked)
     FITS.mkdir(parents=True, exist_ok=True)
     save_predictor(predictor, path)  # atomic: a fit killed before this line is redone
     print(f"fitted in {time.perf_counter() - started:.0f} s", flush=True)
@@ -89,7 +92,8 @@ def picks(predictor_path: Path, h200: Dataset) -> pd.DataFrame:
 
 def freeze(paths: dict[str, Path], h200: Dataset, command: str) -> dict[str, pd.DataFrame]:
     """Each arm's picks, written to PICKS (with their predictor's hash) unless frozen there before, and TIMED_SET:
-    per shape, every config of both arms' picks in `top10_configs`, which the re-timing times in full."""
+    the shapes whose `best_config` differs between the arms (elsewhere the arms score alike whatever the timing), each
+    with every config of both arms' picks in `top10_configs`, which the re-timing times in full."""
     frozen = {}
     for arm, path in paths.items():
         if not PICKS[arm].exists():
@@ -108,7 +112,8 @@ def freeze(paths: dict[str, Path], h200: Dataset, command: str) -> dict[str, pd.
             for index in range(len(first))]
         if any((other[["M", "N", "K"]].to_numpy() != first[["M", "N", "K"]].to_numpy()).any() for other in others):
             raise AssertionError("the arms' picks list different shapes")
-        write_text_atomically(TIMED_SET, union.to_csv(index=False))
+        differs = (first["dispatcher_config"] != frozen["with"]["dispatcher_config"]).to_numpy()
+        write_text_atomically(TIMED_SET, union[differs].to_csv(index=False))
     return frozen
 
 
@@ -163,17 +168,26 @@ def retimed(frozen: dict[str, pd.DataFrame], journal_path: Path) -> tuple[str, p
     columns = {**{f"{arm} the profile: `best_config`": f"{arm}: best_config" for arm in ARMS},
                "the recorded best": "recorded best"}
     change = table["with: best_config"] - table["without: best_config"]
+    total = len(frozen["without"])
+    keys = pd.MultiIndex.from_frame(table[["M", "N", "K"]])
+    recorded = {arm: frame.set_index(["M", "N", "K"]).loc[keys, "dispatcher_replay"] for arm, frame in frozen.items()}
+    recorded_change = (recorded["with"] - recorded["without"]).to_numpy()
     text = "\n\n".join([
         "## Judged by a re-timing side by side",
         f"`{provenance['command']}` on {provenance['gpu_name']} (Triton {provenance['triton']}, {provenance['date']}): "
-        f"{len(table)} shapes, each one's set (both predictors' top 10 and `best_config`, and the recorded 20 "
+        f"the {len(table)} shapes whose `best_config` differs between the arms (of {total}; on the others both pick "
+        "one config and score alike), each one's set (both predictors' top 10 and `best_config`, and the recorded 20 "
         f"fastest; median {table['configs timed'].median():.0f} configs) timed in {rounds} interleaved rounds, "
         "configs shuffled per round. Efficiency: the fastest median over rounds 1.. in the set / the pick's median.",
         markdown_table(group_rows(table, columns)),
-        "Top 10 timed (its fastest in round 0, judged on rounds 1..; not pure prediction): " + "; ".join(
-            f"{arm} the profile {mean_p10_min(table[f'{arm}: top 10 timed'])}" for arm in ARMS) + ". Per shape, the "
-        f"profile's change of `best_config`: median {100 * np.median(change):+.2f} points, mean "
-        f"{100 * change.mean():+.2f}, {(change != 0).sum()} of {len(change)} shapes changed."])
+        "The recorded sitting judges the same shapes' `best_config`: " + "; ".join(
+            f"{arm} the profile {mean_p10_min(recorded[arm])}" for arm in ARMS) + ". Top 10 timed (its fastest in "
+        "round 0, judged on rounds 1..; not pure prediction): " + "; ".join(
+            f"{arm} the profile {mean_p10_min(table[f'{arm}: top 10 timed'])}" for arm in ARMS) + ".",
+        f"The profile's change of `best_config` on these shapes: median {100 * np.median(change):+.2f} points, mean "
+        f"{100 * change.mean():+.2f} (the recorded sitting: {100 * recorded_change.mean():+.2f}); over all {total} "
+        f"shapes, mean {100 * change.sum() / total:+.2f} points (the recorded sitting: "
+        f"{100 * recorded_change.sum() / total:+.2f})."])
     return text, table
 
 
@@ -184,8 +198,9 @@ def main() -> int:
     args = parser.parse_args()
     command = " ".join([".venv/bin/python", os.path.relpath(os.path.abspath(sys.argv[0]), REPO), *sys.argv[1:]])
     started = time.perf_counter()
-    paths = {arm: fitted(factors, args.threads) for arm, factors in ARMS.items()}
-    frozen = freeze(paths, load_dataset(H200_DATASET, kernel="matmul"), command)
+    h200 = load_dataset(H200_DATASET, kernel="matmul")
+    paths = {arm: fitted(factors, args.threads, h200.shapes()) for arm, factors in ARMS.items()}
+    frozen = freeze(paths, h200, command)
     sections = [replayed(frozen)]
     if RETIME.exists():
         text, table = retimed(frozen, RETIME)

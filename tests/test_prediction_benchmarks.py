@@ -299,30 +299,43 @@ def test_the_profile_check_freezes_each_arms_picks_times_their_union_and_judges_
     monkeypatch.setattr(profile_frozen_check, "PICKS", {arm: tmp_path / f"picks_{arm}.csv" for arm in paths})
     monkeypatch.setattr(profile_frozen_check, "TIMED_SET", tmp_path / "timed.csv")
     frozen = profile_frozen_check.freeze(paths, second_gpu, "the command")
-    timed = pd.read_csv(tmp_path / "timed.csv")
+    timed = {(row.M, row.N, row.K): row.top10_configs.split(";")
+             for row in pd.read_csv(tmp_path / "timed.csv").itertuples(index=False)}
+    picked = {arm: {(row.M, row.N, row.K): row for row in frame.itertuples(index=False)}
+              for arm, frame in frozen.items()}
+    assert set(timed) == {shape for shape, row in picked["without"].items()
+                          if row.dispatcher_config != picked["with"][shape].dispatcher_config}
+    union = {shape: [] for shape in held_out}
     for arm, predictor in predictors.items():
-        frame = frozen[arm]
-        assert set(zip(frame["M"], frame["N"], frame["K"])) == held_out
+        assert set(picked[arm]) == held_out
         assert json.loads((tmp_path / f"picks_{arm}.provenance.json").read_text())["profile_factors"] == \
             profile_frozen_check.ARMS[arm]
-        for row, union in zip(frame.itertuples(index=False), timed["top10_configs"]):
-            shape = (row.M, row.N, row.K)
+        for shape, row in picked[arm].items():
             assert row.dispatcher_config == h200_held_out.config_text(predictor.best_config(shape))
-            assert {*row.top10_configs.split(";"), row.dispatcher_config} <= set(union.split(";"))
+            assert shape not in timed or {*row.top10_configs.split(";"), row.dispatcher_config} <= set(timed[shape])
+            union[shape] += [*row.top10_configs.split(";"), row.dispatcher_config, row.best_config]
     assert frozen["with"]["top10_configs"].tolist() != frozen["without"]["top10_configs"].tolist()
+    changed = frozen["with"].copy()  # frozen picks whose best_config differs at the first shape
+    changed.loc[0, "dispatcher_config"] = other = next(config for config in changed.loc[0, "top10_configs"].split(";")
+                                                        if config != frozen["without"].loc[0, "dispatcher_config"])
+    changed.to_csv(tmp_path / "picks_with.csv", index=False)
+    monkeypatch.setattr(profile_frozen_check, "TIMED_SET", tmp_path / "timed_differs.csv")
+    profile_frozen_check.freeze(paths, second_gpu, "the command")
+    differs = pd.read_csv(tmp_path / "timed_differs.csv")
+    assert differs[["M", "N", "K"]].values.tolist() == [changed.loc[0, ["M", "N", "K"]].tolist()]
+    assert {other, frozen["without"].loc[0, "dispatcher_config"]} <= set(differs.loc[0, "top10_configs"].split(";"))
     save_predictor(fit_predictor(training_data(dataset, resources), SMALL), paths["without"])
     assert profile_frozen_check.freeze(paths, second_gpu, "again")["without"].equals(frozen["without"])  # kept
     with pytest.raises(SystemExit, match="not held out"):
         profile_frozen_check.picks(paths["without"], second_gpu)
 
     rows = []
-    for row in timed.itertuples(index=False):
-        shape = (row.M, row.N, row.K)
+    for shape, configs in union.items():  # every shape timed, whether or not the arms' picks differ there
         speed = h200_held_out.recorded_speed(dataset, shape)
         for round_index in range(3):
-            rows += [{"round": round_index, "M": row.M, "N": row.N, "K": row.K, "config": config, "status": "ok",
-                      "latency_ms": (1 + 0.01 * round_index) / speed[config]}
-                     for config in dict.fromkeys([*row.top10_configs.split(";"), row.best_config])]
+            rows += [{"round": round_index, "M": shape[0], "N": shape[1], "K": shape[2], "config": config,
+                      "status": "ok", "latency_ms": (1 + 0.01 * round_index) / speed[config]}
+                     for config in dict.fromkeys(configs)]
     journal = tmp_path / "retime.csv"
     pd.DataFrame(rows).to_csv(journal, index=False)
     journal.with_suffix(".provenance.json").write_text(json.dumps(
