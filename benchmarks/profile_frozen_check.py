@@ -5,10 +5,11 @@ re-timing of both predictors' picks side by side on an H200.
 Run: `.venv/bin/python benchmarks/profile_frozen_check.py` fits both predictors in one process of 2 threads, their
 shortlists for the H200 shapes only (kept under build/profile_frozen_check/ and reused, so a killed run resumes after
 its last finished fit), freezes their picks (PICKS, never overwritten) and the set to time (TIMED_SET: both predictors'
-top 10 and `best_config` on the shapes whose `best_config` differs), and writes results/config_prediction/profile_frozen_check.md and its _per_shape.csv.
-The re-timing, on the GPU: `PYTHONPATH=lib python3 benchmarks/config_prediction_retime.py measure --journal RETIME
---per-shape TIMED_SET --dataset results/datasets/matmul_bfloat16_h200_training.parquet --stop-after-s 480`; run this
-script again to add it.
+top 10 and `best_config` on the shapes whose `best_config` differs), and writes
+results/config_prediction/profile_frozen_check.md and its _per_shape.csv. Each re-timing, on the GPU: `PYTHONPATH=lib
+python3 benchmarks/config_prediction_retime.py measure --journal J --per-shape TIMED_SET --dataset
+results/datasets/matmul_bfloat16_h200_training.parquet --rounds 5 --stop-after-s 470`, J one of RETIMES; run this script
+again to add them.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ FITS = REPO / "build" / "profile_frozen_check"
 ARMS = {"without": 0, "with": 8}  # the profile's components; "with" is stop 55's cross-validated option
 PICKS = {arm: RESULTS / f"profile_frozen_picks_{arm}.csv" for arm in ARMS}
 TIMED_SET = RESULTS / "profile_frozen_timed_set.csv"
-RETIME = RESULTS / "retime_h200_profile.csv"
+RETIMES = (RESULTS / "retime_h200_profile.csv", RESULTS / "retime_h200_profile_second.csv")  # two sittings
 OBJECTIVE = "relative"  # the objective every fold of the cross-validations chose (stops 32 to 55)
 
 
@@ -173,7 +174,7 @@ def retimed(frozen: dict[str, pd.DataFrame], journal_path: Path) -> tuple[str, p
     recorded = {arm: frame.set_index(["M", "N", "K"]).loc[keys, "dispatcher_replay"] for arm, frame in frozen.items()}
     recorded_change = (recorded["with"] - recorded["without"]).to_numpy()
     text = "\n\n".join([
-        "## Judged by a re-timing side by side",
+        f"## Judged by a re-timing side by side: `{journal_path.name}`",
         f"`{provenance['command']}` on {provenance['gpu_name']} (Triton {provenance['triton']}, {provenance['date']}): "
         f"the {len(table)} shapes whose `best_config` differs between the arms (of {total}; on the others both pick "
         "one config and score alike), each one's set (both predictors' top 10 and `best_config`, and the recorded 20 "
@@ -202,10 +203,14 @@ def main() -> int:
     paths = {arm: fitted(factors, args.threads, h200.shapes()) for arm, factors in ARMS.items()}
     frozen = freeze(paths, h200, command)
     sections = [replayed(frozen)]
-    if RETIME.exists():
-        text, table = retimed(frozen, RETIME)
+    tables = []
+    for journal in (path for path in RETIMES if path.exists()):
+        text, table = retimed(frozen, journal)
         sections.append(text)
-        write_text_atomically(args.out.with_name(args.out.stem + "_per_shape.csv"), table.to_csv(index=False))
+        tables.append(table.assign(journal=journal.name))
+    if tables:
+        write_text_atomically(args.out.with_name(args.out.stem + "_per_shape.csv"),
+                              pd.concat(tables).to_csv(index=False))
     text = "\n\n".join([
         "# The config profile, frozen: two predictors on shapes neither saw",
         f"Command: `{command}` ({time.perf_counter() - started:.0f} s, {os.cpu_count()} cores; fits reused from an "
