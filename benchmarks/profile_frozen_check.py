@@ -52,7 +52,8 @@ OBJECTIVE = "relative"  # the objective every fold of the cross-validations chos
 def fitted(profile_factors: int, threads: int, asked: list[tuple[int, int, int]]) -> Path:
     """The predictor fitted on every H100 shape with `profile_factors` components (0: none), fitted now unless a
     finished fit of it is on disk. Its shortlist covers only the grid points around the shapes it will be `asked`
-    (`fit_predictor`'s shortlist_shapes): their picks are those of the whole grid, which takes an hour more to score."""
+    (`fit_predictor`'s shortlist_shapes): their picks are those of the whole grid, which takes some 45 minutes more
+    to score on 2 cores."""
     path = FITS / f"profile{profile_factors}.predictor"
     if path.exists():
         print(f"reusing {os.path.relpath(path, REPO)}", flush=True)
