@@ -133,6 +133,7 @@ def group_rows(table: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
 
 
 def with_groups(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` (with M, N, K columns) with each shape's alignment class and M family."""
     return table.assign(alignment=[alignment(n, k) for n, k in zip(table["N"], table["K"])],
                         family=[family(m) for m in table["M"]])
 
