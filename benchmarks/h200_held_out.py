@@ -61,34 +61,44 @@ def recorded_speed(dataset: Dataset, shape: tuple[int, int, int]) -> pd.Series:
     return (latency.min() / latency).fillna(0.0)
 
 
+def held_out_picks(predictor: Predictor, h200: Dataset, name: str) -> pd.DataFrame:
+    """Per shape of `h200`, the predictor's `best_config` and full-ranking top TOP_K in the columns the re-timing reads
+    (`predicted_config` is the full ranking's first; `best_config`, `selected_efficiency`,
+    `selected_top10_timed_efficiency` and `dispatcher_replay` are the recorded sitting's). Refused, naming the
+    predictor (`name`), if it was trained on any of those shapes."""
+    trained_on = {tuple(shape) for shape in predictor.header["training"]["shapes"]}
+    seen = sorted(trained_on & set(h200.shapes()))
+    if seen:
+        raise SystemExit(f"{name} was trained on H200 shapes {seen[:3]}: they are not held out")
+    rows = []
+    for shape in h200.shapes():
+        pick = config_text(predictor.best_config(shape))
+        top = [config_text(config) for config in predictor.top_configs(shape, TOP_K)]
+        speed = recorded_speed(h200, shape)
+        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "predicted_config": top[0],
+                     "dispatcher_config": pick, "best_config": speed.idxmax(), "top10_configs": ";".join(top),
+                     "selected_efficiency": speed[top[0]], "selected_top10_timed_efficiency": speed[top].max(),
+                     "dispatcher_replay": speed[pick]})
+    return pd.DataFrame(rows)
+
+
 def freeze(predictor_path: Path, out: Path, h100: Dataset, h200: Dataset) -> None:
-    """Write each H200 shape's `best_config` and full-ranking top TOP_K in the columns the re-timing reads
-    (`predicted_config` is the full ranking's first; `best_config`, `selected_efficiency` and
-    `selected_top10_timed_efficiency` are the H200 sitting's), with the pick's replay on the H100 sittings beside."""
+    """Write `held_out_picks` for the H200 shapes, the pick's replay on the H200 sitting as `dispatcher_h200_replay`
+    and on the H100 sittings beside it as `dispatcher_h100_replay`."""
     if out.exists():
         raise SystemExit(f"{out} exists: frozen picks are never overwritten; name another --picks file")
     predictor: Predictor = load_predictor(predictor_path)
-    trained_on = {tuple(shape) for shape in predictor.header["training"]["shapes"]}
-    shapes = h200.shapes()
-    seen = sorted(trained_on & set(shapes))
-    if seen:
-        raise SystemExit(f"the predictor was trained on H200 shapes {seen}")
-    rows = []
-    for shape in shapes:
-        pick = config_text(predictor.best_config(shape))
-        top = [config_text(config) for config in predictor.top_configs(shape, TOP_K)]
-        on_h200, on_h100 = recorded_speed(h200, shape), recorded_speed(h100, shape)
-        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "predicted_config": top[0],
-                     "dispatcher_config": pick, "best_config": on_h200.idxmax(), "top10_configs": ";".join(top),
-                     "selected_efficiency": on_h200[top[0]], "selected_top10_timed_efficiency": on_h200[top].max(),
-                     "dispatcher_h200_replay": on_h200[pick], "dispatcher_h100_replay": on_h100[pick]})
-    frame = pd.DataFrame(rows)
+    frame = held_out_picks(predictor, h200, "the predictor").rename(
+        columns={"dispatcher_replay": "dispatcher_h200_replay"})
+    frame["dispatcher_h100_replay"] = [recorded_speed(h100, (int(m), int(n), int(k)))[pick] for m, n, k, pick in
+                                       zip(frame["M"], frame["N"], frame["K"], frame["dispatcher_config"])]
     write_text_atomically(out, frame.to_csv(index=False))
     replays = ("dispatcher_h100_replay", "dispatcher_h200_replay", "selected_efficiency",
                "selected_top10_timed_efficiency")
     provenance = {"command": " ".join([".venv/bin/python", *sys.argv]), "date": datetime.now(timezone.utc).isoformat(),
                   "predictor": str(predictor_path), "predictor_sha256": hashlib.sha256(
-                      predictor_path.read_bytes()).hexdigest(), "predictor_training_shapes": len(trained_on),
+                      predictor_path.read_bytes()).hexdigest(),
+                  "predictor_training_shapes": len(predictor.header["training"]["shapes"]),
                   "predictor_settings": str(predictor.ranker.settings),
                   "held_out": f"every shape of {TRANSFER_DATASET.name}",
                   "replay": {column: mean_p10_min(frame[column]) for column in replays},

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from config_prediction import COMPILED_RESOURCES, DATASET, fit_deployed, mean_p10_min
-from h200_held_out import recorded_speed
+from h200_held_out import held_out_picks
 from h200_training_shapes import DATASET as H200_DATASET
-from preregistered_picks import TOP_K, config_text
+from preregistered_picks import TOP_K
 from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.predict import ALIGNMENTS, FAMILIES, alignment, family, load_predictor, save_predictor, training_data
@@ -72,26 +72,6 @@ def fitted(profile_factors: int, threads: int, asked: list[tuple[int, int, int]]
     return path
 
 
-def picks(predictor_path: Path, h200: Dataset) -> pd.DataFrame:
-    """Per H200 shape, the predictor's `best_config` and full-ranking top TOP_K in the columns the re-timing reads
-    (`config_prediction_retime.py`), with their efficiencies in the recorded H200 sitting."""
-    predictor = load_predictor(predictor_path)
-    trained_on = {tuple(shape) for shape in predictor.header["training"]["shapes"]}
-    seen = sorted(trained_on & set(h200.shapes()))
-    if seen:
-        raise SystemExit(f"{predictor_path} was trained on H200 shapes {seen[:3]}: they are not held out")
-    rows = []
-    for shape in h200.shapes():
-        pick = config_text(predictor.best_config(shape))
-        top = [config_text(config) for config in predictor.top_configs(shape, TOP_K)]
-        speed = recorded_speed(h200, shape)
-        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "predicted_config": top[0],
-                     "dispatcher_config": pick, "best_config": speed.idxmax(), "top10_configs": ";".join(top),
-                     "selected_efficiency": speed[top[0]], "selected_top10_timed_efficiency": speed[top].max(),
-                     "dispatcher_replay": speed[pick]})
-    return pd.DataFrame(rows)
-
-
 def freeze(paths: dict[str, Path], h200: Dataset, command: str) -> dict[str, pd.DataFrame]:
     """Each arm's picks, written to PICKS (with their predictor's hash) unless frozen there before, and TIMED_SET:
     the shapes whose `best_config` differs between the arms (elsewhere the arms score alike whatever the timing), each
@@ -99,7 +79,8 @@ def freeze(paths: dict[str, Path], h200: Dataset, command: str) -> dict[str, pd.
     frozen = {}
     for arm, path in paths.items():
         if not PICKS[arm].exists():
-            write_text_atomically(PICKS[arm], picks(path, h200).to_csv(index=False))
+            frame = held_out_picks(load_predictor(path), h200, os.path.relpath(path, REPO))
+            write_text_atomically(PICKS[arm], frame.to_csv(index=False))
             provenance = {"command": command, "date": datetime.now(timezone.utc).isoformat(),
                           "predictor": os.path.relpath(path, REPO),
                           "predictor_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),

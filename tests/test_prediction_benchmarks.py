@@ -15,7 +15,7 @@ import pytest
 
 from test_predict import SMALL, data, dataset, predictor, resources  # noqa: F401  (module fixtures)
 from test_predict_head import synthetic_lists
-from tunebench.predict import fit_predictor, grouped_folds, save_predictor, training_data
+from tunebench.predict import fit_predictor, grouped_folds, load_predictor, save_predictor, training_data
 from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS
 from tunebench.predict.head import HeadSettings, fit_head, head_efficiency
 
@@ -327,7 +327,7 @@ def test_the_profile_check_freezes_each_arms_picks_times_their_union_and_judges_
     save_predictor(fit_predictor(training_data(dataset, resources), SMALL), paths["without"])
     assert profile_frozen_check.freeze(paths, second_gpu, "again")["without"].equals(frozen["without"])  # kept
     with pytest.raises(SystemExit, match="not held out"):
-        profile_frozen_check.picks(paths["without"], second_gpu)
+        h200_held_out.held_out_picks(load_predictor(paths["without"]), second_gpu, "all-shape predictor")
 
     rows = []
     for shape, configs in union.items():  # every shape timed, whether or not the arms' picks differ there
