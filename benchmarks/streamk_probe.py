@@ -12,24 +12,17 @@ same time on every SM and share the same slices of A and B in L2. On an H200:
 
 from __future__ import annotations
 
-import argparse
 import functools
-import random
-import statistics
-import sys
 from pathlib import Path
 
-import pandas as pd
 import torch
 import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul, matmul_tma
-from tunebench.measure.timing import Timer, TimingPolicy
 from tunebench.measure.dataset import Dataset, load_dataset
-from tunebench.tables import markdown_table
+from tunebench.measure.probe_rounds import probe_command
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP = REPO / "results/datasets/matmul_tma_bfloat16_h200_mid.parquet"
@@ -37,6 +30,7 @@ SHAPES = ((256, 11008, 4096), (512, 4096, 11008), (768, 4096, 14336), (1024, 614
 TILES = (  # BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages: the sweep's best tiles at these shapes
     (128, 256, 64, 8, 4), (128, 256, 64, 8, 3), (128, 128, 64, 4, 5),
 )
+TITLE = "A stream-K probe against cuBLAS and the TMA sweep's best"
 REDUCE_ROWS = 32  # rows of a tile the reducing program sums at a time (a whole fp32 tile would spill registers)
 
 
@@ -162,51 +156,8 @@ def contenders(shape: tuple[int, int, int], programs: int) -> dict:
     return called
 
 
-def summary(timings: pd.DataFrame, command: str) -> str:
-    medians = timings.groupby(["shape", "name"], sort=False).latency_ms.median().rename("median_ms").reset_index()
-    cublas = medians[medians.name == "cuBLAS"].set_index("shape").median_ms
-    medians["vs cuBLAS"] = (medians["shape"].map(cublas) / medians.median_ms).round(3)
-    medians["median_ms"] = medians.median_ms.round(4)
-    table = medians.sort_values(["shape", "vs cuBLAS"], ascending=[True, False], kind="stable")
-    return "\n\n".join([
-        "# A stream-K probe against cuBLAS and the TMA sweep's best", f"Command: `{command}`",
-        "The timings: `PYTHONPATH=lib python3 benchmarks/streamk_probe.py --out CSV` (--summarize rewrites this "
-        f"from the CSV) on {timings.gpu.iloc[0]}, {timings['round'].nunique()} rounds; each round times every "
-        "contender once per shape in a seeded shuffled order (the default timing policy: CUDA events, L2 flushed, "
-        "median of repeats). "
-        "Per contender, its median over rounds and cuBLAS's median over rounds / it.",
-        markdown_table(table[["shape", "name", "median_ms", "vs cuBLAS"]]),
-    ]) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="CSV of every timing; the summary goes beside it")
-    parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--summarize", action="store_true", help="only write the summary of --out's timings (no GPU)")
-    args = parser.parse_args(argv)
-    command = "PYTHONPATH=lib python3 benchmarks/streamk_probe.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    if args.summarize:
-        write_text_atomically(args.out.with_suffix(".md"), summary(pd.read_csv(args.out), command))
-        return 0
-    programs = torch.cuda.get_device_properties(0).multi_processor_count
-    timer, gpu, rows = Timer(TimingPolicy()), torch.cuda.get_device_name(0), []
-    shuffle = random.Random(args.seed)
-    for shape in SHAPES:
-        called = contenders(shape, programs)
-        for round_index in range(args.rounds):
-            for name in shuffle.sample(list(called), len(called)):
-                rows.append({"shape": "x".join(map(str, shape)), "name": name, "round": round_index,
-                             "latency_ms": statistics.median(timer.time(called[name])), "gpu": gpu})
-        print(f"{shape}: {len(called)} contenders x {args.rounds} rounds", flush=True)
-        del called
-        torch.cuda.empty_cache()
-    timings = pd.DataFrame(rows)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(args.out, timings.to_csv(index=False))
-    write_text_atomically(args.out.with_suffix(".md"), summary(timings, command))
-    return 0
+    return probe_command(__doc__.split("\n\n")[0], "benchmarks/streamk_probe.py", TITLE, SHAPES, contenders, argv)
 
 
 if __name__ == "__main__":

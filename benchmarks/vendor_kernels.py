@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from tunebench.collect import parse_shapes
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.tables import markdown_table
@@ -40,11 +41,20 @@ def vendor_kernels(shape: tuple[int, int, int], runs: int = RUNS) -> pd.DataFram
     return pd.DataFrame(rows).assign(shape="x".join(map(str, shape)))
 
 
+def _shapes(text: str) -> list[tuple[int, ...]]:
+    try:
+        return parse_shapes(text, 3)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="CSV of the kernels; a .md table goes beside it")
+    parser.add_argument("--shapes", type=_shapes, default=list(SHAPES),
+                        help="comma-separated MxNxK (default: the four prefill-sized layers and 4096^3)")
     args = parser.parse_args(argv)
-    found = pd.concat([vendor_kernels(shape) for shape in SHAPES], ignore_index=True)
+    found = pd.concat([vendor_kernels(shape) for shape in args.shapes], ignore_index=True)
     found["gpu"] = torch.cuda.get_device_name(0)
     found = found[["shape", "kernel", "launches_per_product", "mean_us", "gpu"]]
     args.out.parent.mkdir(parents=True, exist_ok=True)
