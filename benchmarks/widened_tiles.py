@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from tunebench.files import write_text_atomically
-from tunebench.kernels import matmul_tma
+from tunebench.kernels import complete_config, matmul_tma
 from tunebench.measure.dataset import load_dataset
 from tunebench.measure.rounds import rounds_command
 from tunebench.measure.timing import TimingPolicy
@@ -50,7 +50,7 @@ def plan(dataset_path: Path) -> pd.DataFrame:
         rows.append({**dict(zip(SHAPE, shape)), "candidate": "the sweep's best",
                      **best[list(dataset.parameter_names)].to_dict("records")[0], "WIDEN": False})
         for config in WIDENED:
-            space.check(config)
+            space.check(complete_config("matmul_tma", config))  # timed before TALL joined the space: not tall
             columns = matmul_tma.tile_columns(config)
             label = f"widened {config['BLOCK_M']}x{columns}, {config['num_warps']} warps, {config['num_stages']} stages"
             rows.append({**dict(zip(SHAPE, shape)), "candidate": label + (

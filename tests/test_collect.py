@@ -246,8 +246,9 @@ def test_a_later_journal_extends_a_dataset_without_rewriting_it(tmp_path, monkey
 def test_given_configs_recorded_before_a_parameter_joined_the_space_mean_its_old_value():
     recorded = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 0,
                 "WARP_SPECIALIZE": False, "FLATTEN": False, "EPILOGUE_SPLIT": 2, "num_warps": 4, "num_stages": 4}
-    assert sweep_configs("matmul_tma", [recorded]) == [dict(recorded, WIDEN=False)]
-    assert sweep_configs("matmul_tma", [dict(recorded, WIDEN=True)]) == [dict(recorded, WIDEN=True)]
+    assert sweep_configs("matmul_tma", [recorded]) == [dict(recorded, WIDEN=False, TALL=False)]
+    assert sweep_configs("matmul_tma", [dict(recorded, WIDEN=True)]) == [dict(recorded, WIDEN=True, TALL=False)]
+    assert sweep_configs("matmul_tma", [dict(recorded, TALL=True)]) == [dict(recorded, WIDEN=False, TALL=True)]
     with pytest.raises(ConfigError, match="unknown parameter"):
         sweep_configs("matmul_tma", [dict(recorded, WIDTH=True)])
 

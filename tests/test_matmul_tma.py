@@ -17,9 +17,11 @@ from launch_recorder import LaunchRecorder
 LIB = Path(__file__).resolve().parents[1] / "lib"
 SPACE = matmul_tma.config_space()
 BIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 1, "WARP_SPECIALIZE": True,
-       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "WIDEN": False, "num_warps": 8, "num_stages": 4}
+       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "WIDEN": False, "TALL": False, "num_warps": 8, "num_stages": 4}
 # 128 x 192 output tiles (128 + 64 columns): 132 of them at 768 x 4096, one per H200 SM.
 WIDE = dict(BIG, BLOCK_N=128, PROGRAMS_PER_SM=0, WARP_SPECIALIZE=False, WIDEN=True, num_warps=4, num_stages=4)
+# 192 x 128 output tiles (128 + 64 rows), cuBLAS's tile at 768 x 4096 x 14336: 4 x 32 = 128 of them.
+TALL = dict(WIDE, WIDEN=False, TALL=True)
 
 
 def test_space_is_large_and_every_config_fits_the_resource_model():
@@ -27,12 +29,16 @@ def test_space_is_large_and_every_config_fits_the_resource_model():
     assert len(configs) >= 5000
     for config in configs:
         assert matmul_tma.shared_memory_bytes(config) <= matmul.HOPPER.shared_memory_bytes
-        assert matmul_tma.accumulator_elements_per_thread(config) <= (192 if config["WIDEN"] else 128)
+        assert matmul_tma.accumulator_elements_per_thread(config) <= (
+            192 if config["WIDEN"] or config["TALL"] else 128)
         assert config["PROGRAMS_PER_SM"] > 0 or not config["FLATTEN"]
-        assert config["EPILOGUE_SPLIT"] == 2 or not config["WIDEN"]
+        assert config["EPILOGUE_SPLIT"] == 2 or not (config["WIDEN"] or config["TALL"])
+        assert not (config["WIDEN"] and config["TALL"])
     assert {matmul_tma.tile_columns(config) for config in configs} == {64, 96, 128, 192, 256, 384}
-    # the unwidened configs are those of the space before WIDEN joined it (stop 56's sweep measured 5,440 a shape)
-    assert sum(not config["WIDEN"] for config in configs) == 5440
+    assert {matmul_tma.tile_rows(config) for config in configs} == {64, 96, 128, 192, 256, 384}
+    # the space before WIDEN joined it (stop 56's sweep measured 5,440 a shape), and before TALL joined it (7,880)
+    assert sum(not (config["WIDEN"] or config["TALL"]) for config in configs) == 5440
+    assert sum(not config["TALL"] for config in configs) == 7880
 
 
 def test_resource_model_by_hand():
@@ -48,6 +54,16 @@ def test_resource_model_by_hand():
     assert SPACE.violations(dict(WIDE, EPILOGUE_SPLIT=1)) == ["widen_needs_split_epilogue"]
     assert matmul_tma.programs(WIDE, (768, 4096, 14336), 132) == 6 * 22
     assert matmul_tma.tile_columns(BIG) == matmul_tma.tile_columns(dict(BIG, WIDEN=False)) == 256
+    # a tall tile stages 1.5 x the A block, and both its row blocks' column halves for the store
+    assert matmul_tma.shared_memory_bytes(TALL) == 4 * (192 * 64 + 64 * 128) * 2 + 192 * 64 * 2  # 188,416
+    assert matmul_tma.accumulator_elements_per_thread(TALL) == 192 * 128 / 128
+    assert matmul_tma.programs(TALL, (768, 4096, 14336), 132) == 4 * 32
+    assert matmul_tma.tile_rows(TALL) == 192 and matmul_tma.tile_rows(BIG) == matmul_tma.tile_rows(
+        {name: value for name, value in BIG.items() if name != "TALL"}) == 128  # recorded before TALL: not tall
+    assert SPACE.is_valid(TALL) and SPACE.violations(dict(TALL, EPILOGUE_SPLIT=1)) == ["tall_needs_split_epilogue"]
+    assert "widen_or_tall" in SPACE.violations(dict(TALL, WIDEN=True))
+    with pytest.raises(ValueError, match="WIDEN and TALL exclude each other"):
+        matmul_tma.run(dict(TALL, WIDEN=True), matmul_tma.make_inputs((8, 16, 16), "float16", "cpu"))
     with pytest.raises(ValueError, match="WIDEN needs EPILOGUE_SPLIT=2"):
         matmul_tma.run(dict(WIDE, EPILOGUE_SPLIT=1), matmul_tma.make_inputs((8, 16, 16), "float16", "cpu"))
     assert "flatten_needs_persistence" in SPACE.violations(dict(BIG, PROGRAMS_PER_SM=0, FLATTEN=True))
@@ -95,7 +111,7 @@ def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
     """compile_only must compile the binary that run launches: descriptors of the same dtypes, shapes, strides and
     blocks, the same integers and the same options."""
     shape = (37, 72, 56)
-    for config, extra_block in ((BIG, [64, 256]), (WIDE, [64, 64])):  # unwidened, B's own descriptor again
+    for config, extra_block in ((BIG, [64, 256]), (WIDE, [64, 64]), (TALL, [64, 128])):  # B's own again unless WIDE
         recorder = LaunchRecorder()
         monkeypatch.setattr(matmul_tma, "matmul_tma_kernel", recorder)
         matmul_tma.compile_only(config, shape, "float16")
@@ -103,9 +119,13 @@ def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
         (warm_args, warm_options), (launch_args, launch_options) = recorder.calls["warmup"], recorder.calls["launch"]
         assert warm_options == launch_options
         assert [_descriptor_fields(arg) for arg in warm_args] == [_descriptor_fields(arg) for arg in launch_args]
-        assert _descriptor_fields(launch_args[2]) == (torch.float16, [56, 72], [72, 1], extra_block)
-        assert _descriptor_fields(launch_args[3]) == (torch.float16, [37, 72], [72, 1],
+        assert _descriptor_fields(launch_args[3]) == (torch.float16, [56, 72], [72, 1], extra_block)
+        assert _descriptor_fields(launch_args[4]) == (torch.float16, [37, 72], [72, 1],
                                                       [128, config["BLOCK_N"] // 2])  # the split epilogue
+        extra_rows = 64 if config["TALL"] else 128  # TALL's extra row block; else A's and C's own descriptors again
+        assert _descriptor_fields(launch_args[1]) == (torch.float16, [37, 56], [56, 1], [extra_rows, 64])
+        assert _descriptor_fields(launch_args[5]) == (torch.float16, [37, 72], [72, 1],
+                                                      [extra_rows, config["BLOCK_N"] // 2])
 
 
 def test_inputs_have_no_split_k_workspace():
@@ -116,11 +136,14 @@ def test_inputs_have_no_split_k_workspace():
 def _small_configs(count, seed):
     rng = np.random.default_rng(seed)
     configs = [c for c in SPACE.sample(rng, 400, unique=True) if c["BLOCK_M"] * c["BLOCK_N"] * c["BLOCK_K"] <= 64 ** 3]
-    # always cover a persistent walk over several tiles and the split epilogue, and widened tiles (64 x 96: N = 72
-    # and 264 end inside the extra block, N = 128 inside the first block of a second tile)
+    # always cover a persistent walk over several tiles and the split epilogue, widened tiles (64 x 96: N = 72 and 264
+    # end inside the extra block, N = 128 inside the first block of a second tile) and tall ones (96 x 64: M = 70 ends
+    # inside the extra rows, 37 inside the first block, 64 at its end)
     configs.insert(0, dict(BIG, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, EPILOGUE_SPLIT=2, PROGRAMS_PER_SM=1))
     configs.insert(1, dict(WIDE, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, PROGRAMS_PER_SM=1, FLATTEN=True))
     configs.insert(2, dict(WIDE, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32))
+    configs.insert(3, dict(TALL, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, PROGRAMS_PER_SM=1, FLATTEN=True))
+    configs.insert(4, dict(TALL, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32))
     return configs[:count]
 
 
@@ -131,7 +154,7 @@ INTERPRETER_SHAPES = [(37, 72, 56), (64, 128, 64), (70, 264, 40)]
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU test below covers this")
 @pytest.mark.parametrize("shape", INTERPRETER_SHAPES)
 def test_interpreter_matches_reference(shape):
-    for config in _small_configs(4, seed=sum(shape)):
+    for config in _small_configs(6, seed=sum(shape)):
         inputs = matmul_tma.make_inputs(shape, "float16", "cpu", seed=3)
         inputs.out.fill_(float("nan"))
         output = matmul_tma.run(config, inputs)
@@ -151,6 +174,8 @@ GPU_CONFIGS = [
          num_stages=2),
     WIDE,  # widened tiles: a program per tile, and persistent with two warp groups
     dict(WIDE, PROGRAMS_PER_SM=1, FLATTEN=True, num_warps=8, num_stages=3),
+    TALL,  # tall tiles: a program per tile, and persistent 384 x 128 with two warp groups
+    dict(TALL, BLOCK_M=256, BLOCK_K=32, PROGRAMS_PER_SM=1, num_warps=8),
 ]
 
 
@@ -181,7 +206,7 @@ def test_gpu_compile_only_builds_the_binary_that_run_launches_for_any_m():
 
 
 # Compiled for sm_90 through ptxas on any machine, in a fresh interpreter without TRITON_INTERPRET (as in
-# test_cross_compile.py): widened tiles build, and the resource model's shared memory matches the compiler's.
+# test_cross_compile.py): widened and tall tiles build, and the resource model's shared memory matches the compiler's.
 CROSS_COMPILE = """
 import functools, json, os, sys, tempfile
 from pathlib import Path
@@ -208,8 +233,9 @@ if __name__ == "__main__":
 """
 
 
-def test_widened_and_plain_tiles_compile_for_sm90_with_the_modelled_shared_memory(tmp_path):
-    configs = [WIDE, dict(BIG, WARP_SPECIALIZE=False, PROGRAMS_PER_SM=0)]  # 4 and 8 warps: told apart in the cache
+@pytest.mark.parametrize("configs", [  # 4 and 8 warps each: told apart in the cache
+    [WIDE, dict(BIG, WARP_SPECIALIZE=False, PROGRAMS_PER_SM=0)], [TALL, GPU_CONFIGS[-1]]], ids=["widened", "tall"])
+def test_tiles_compile_for_sm90_with_the_modelled_shared_memory(tmp_path, configs):
     script = tmp_path / "cross_compile.py"
     script.write_text(CROSS_COMPILE)
     environment = {name: value for name, value in os.environ.items() if name != "TRITON_INTERPRET"}

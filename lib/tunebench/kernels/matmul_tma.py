@@ -1,7 +1,7 @@
 """Tunable Hopper GEMM with tensor-memory-accelerator (TMA) loads and stores, C = A @ B as in `matmul`.
 
 Its space adds what `matmul` lacks at large shapes: persistent programs, warp specialization, a split epilogue, and
-tiles widened by half (WIDEN; see `tile_columns`).
+tiles widened by half (WIDEN; see `tile_columns`) or lengthened by half (TALL; see `tile_rows`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ TOLERANCE = matmul.TOLERANCE
 LAUNCH_PARAMETERS = ("PROGRAMS_PER_SM",)  # sizes the grid only (see `programs`)
 # wgmma reads both operands from shared memory, so a thread's registers can hold more accumulator than `matmul`'s
 # (limits.accumulator_registers_per_thread, 128). A widened 128 x 192 tile on 4 warps holds 192 and ran at 0.98x cuBLAS
-# on an H200 (README); every unwidened tile's count is a power of two, so the higher limit adds widened tiles alone.
+# on an H200 (README); every other tile's count is a power of two, so the higher limit adds widened and tall tiles alone.
 ACCUMULATOR_REGISTERS_PER_THREAD = 192
 # Parameters added to the space after configs were recorded without them, and what such a config meant: every dataset
-# and plan before WIDEN's is of unwidened tiles.
-ADDED_PARAMETERS = {"WIDEN": False}
+# and plan before WIDEN's is of unwidened tiles, and every one before TALL's of tiles of BLOCK_M rows.
+ADDED_PARAMETERS = {"WIDEN": False, "TALL": False}
 # Compute-bound shapes, where cuBLAS is hardest to match: squares of 2048 to 8192 (4096^3 is the shape Helion's
 # LFBO search was measured on), and Llama-3-8B's MLP up and down projections (N or K = 14336) for 4096 tokens.
 DATASET_SHAPES = (
@@ -41,6 +41,18 @@ SHAPE_SETS = {"default": DATASET_SHAPES}
 TMA_ALIGNMENT = 8
 
 
+@triton.jit
+def _store_in_slices(c_desc, block, offset_m, offset_n, ROWS: tl.constexpr, COLUMNS: tl.constexpr,
+                     SLICES: tl.constexpr):
+    """Store a ROWS x COLUMNS block of C at (offset_m, offset_n) whole, or (SLICES=2) in two column halves."""
+    if SLICES == 1:
+        c_desc.store([offset_m, offset_n], block.to(c_desc.dtype))
+    else:
+        left, right = tl.split(tl.permute(tl.reshape(block, (ROWS, 2, COLUMNS // 2)), (0, 2, 1)))
+        c_desc.store([offset_m, offset_n], left.to(c_desc.dtype))
+        c_desc.store([offset_m, offset_n + COLUMNS // 2], right.to(c_desc.dtype))
+
+
 # The TMA descriptors of A, B and C are made on the host and passed by value: made on the device instead (by
 # `tl.make_tensor_descriptor`, in every program) they cost 2 % at 4096^3 and 9 % at 2048^3 on an H200 (README).
 # Every program walks output tiles start, start + programs, ... (one tile each when a program per tile is launched,
@@ -50,16 +62,21 @@ TMA_ALIGNMENT = 8
 # staging buffer in shared memory shrinks by the same factor. WIDEN adds a second column block of BLOCK_N / 2 beside
 # the first, with a dot of its own on the same A tile: a tile of 1.5 x BLOCK_N columns, which Triton's power-of-two
 # blocks cannot express in one (M x N = 768 x 4096 makes 6 x 22 = 132 tiles of 128 x 192, one per H200 SM, where
-# 128 x 256 makes 96 and 128 x 128 makes 192). A widened tile is stored in three slices of BLOCK_N / 2.
+# 128 x 256 makes 96 and 128 x 128 makes 192). A widened tile is stored in three slices of BLOCK_N / 2. TALL adds a
+# second row block of BLOCK_M / 2 below the first instead, with a dot of its own on the same B tile: 192 x 128 is the
+# tile cuBLAS runs at 768 x 4096 x 14336 (4 x 32 = 128 tiles), where it ran at 1.01x cuBLAS on an H200 (README). Its
+# extra rows are stored in the same column slices as the first block's.
 @triton.jit(do_not_specialize=["M"])
 def matmul_tma_kernel(
-    a_desc, b_desc, b_extra_desc, c_desc,
+    a_desc, a_extra_desc, b_desc, b_extra_desc, c_desc, c_extra_desc,
     M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr, WIDEN: tl.constexpr,
+    TALL: tl.constexpr,
 ):
     EXTRA_N: tl.constexpr = BLOCK_N // 2 if WIDEN else 0
-    tiles_m = tl.cdiv(M, BLOCK_M)
+    EXTRA_M: tl.constexpr = BLOCK_M // 2 if TALL else 0
+    tiles_m = tl.cdiv(M, BLOCK_M + EXTRA_M)
     tiles_n = tl.cdiv(N, BLOCK_N + EXTRA_N)
     k_steps = tl.cdiv(K, BLOCK_K)
     tiles_in_group = GROUP_M * tiles_n  # grouped order: GROUP_M tile rows share B's column tiles while in L2
@@ -67,7 +84,7 @@ def matmul_tma_kernel(
                          flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
         first_m = tile // tiles_in_group * GROUP_M
         rows = min(tiles_m - first_m, GROUP_M)
-        offset_m = (first_m + tile % tiles_in_group % rows) * BLOCK_M
+        offset_m = (first_m + tile % tiles_in_group % rows) * (BLOCK_M + EXTRA_M)
         offset_n = tile % tiles_in_group // rows * (BLOCK_N + EXTRA_N)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         if WIDEN:
@@ -77,15 +94,17 @@ def matmul_tma_kernel(
                 acc = tl.dot(a, b_desc.load([k * BLOCK_K, offset_n]), acc)
                 extra = tl.dot(a, b_extra_desc.load([k * BLOCK_K, offset_n + BLOCK_N]), extra)
             c_desc.store([offset_m, offset_n + BLOCK_N], extra.to(c_desc.dtype))
+        elif TALL:
+            extra = tl.zeros((EXTRA_M, BLOCK_N), dtype=tl.float32)
+            for k in range(k_steps):
+                b = b_desc.load([k * BLOCK_K, offset_n])
+                acc = tl.dot(a_desc.load([offset_m, k * BLOCK_K]), b, acc)
+                extra = tl.dot(a_extra_desc.load([offset_m + BLOCK_M, k * BLOCK_K]), b, extra)
+            _store_in_slices(c_extra_desc, extra, offset_m + BLOCK_M, offset_n, EXTRA_M, BLOCK_N, EPILOGUE_SPLIT)
         else:
             for k in range(k_steps):
                 acc = tl.dot(a_desc.load([offset_m, k * BLOCK_K]), b_desc.load([k * BLOCK_K, offset_n]), acc)
-        if EPILOGUE_SPLIT == 1:
-            c_desc.store([offset_m, offset_n], acc.to(c_desc.dtype))
-        else:
-            left, right = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
-            c_desc.store([offset_m, offset_n], left.to(c_desc.dtype))
-            c_desc.store([offset_m, offset_n + BLOCK_N // 2], right.to(c_desc.dtype))
+        _store_in_slices(c_desc, acc, offset_m, offset_n, BLOCK_M, BLOCK_N, EPILOGUE_SPLIT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,23 +128,38 @@ def tile_columns(config: Mapping[str, Any]) -> int:
     return config["BLOCK_N"] * 3 // 2 if widened(config) else config["BLOCK_N"]
 
 
+def tall(config: Mapping[str, Any]) -> bool:
+    """Whether `config` lengthens its tiles by half along M; a config recorded before TALL joined the space lacks it
+    and means `ADDED_PARAMETERS`'s value."""
+    return bool(config.get("TALL", ADDED_PARAMETERS["TALL"]))
+
+
+def tile_rows(config: Mapping[str, Any]) -> int:
+    """Output rows per tile: BLOCK_M, or 1.5 x BLOCK_M for a tall config."""
+    return config["BLOCK_M"] * 3 // 2 if tall(config) else config["BLOCK_M"]
+
+
 def check_widened(config: Mapping[str, Any]) -> None:
-    """Raise a ValueError unless a config with WIDEN set stores its tile in slices of BLOCK_N / 2 (EPILOGUE_SPLIT=2)."""
+    """Raise a ValueError unless a config with WIDEN set stores its tile in slices of BLOCK_N / 2 (EPILOGUE_SPLIT=2)
+    and is not also TALL (a tile lengthened both ways is not built)."""
     if not stores_widened_tile(config):
         raise ValueError(f"WIDEN needs EPILOGUE_SPLIT=2 (a widened tile is stored in three slices of BLOCK_N / 2), "
                          f"got EPILOGUE_SPLIT={config['EPILOGUE_SPLIT']!r}")
+    if widened(config) and tall(config):
+        raise ValueError("WIDEN and TALL exclude each other (a tile lengthened both ways is not built)")
 
 
 def shared_memory_bytes(config: Mapping[str, Any], element_bytes: int = 2) -> int:
-    """The load pipeline's stages plus the output slice staged for the TMA store."""
-    stage = (config["BLOCK_M"] * config["BLOCK_K"] + config["BLOCK_K"] * tile_columns(config)) * element_bytes
-    epilogue = config["BLOCK_M"] * config["BLOCK_N"] // config["EPILOGUE_SPLIT"] * element_bytes
+    """The load pipeline's stages plus the output slices staged for the TMA stores (a tall tile's extra rows get a
+    buffer of their own)."""
+    stage = (tile_rows(config) * config["BLOCK_K"] + config["BLOCK_K"] * tile_columns(config)) * element_bytes
+    epilogue = tile_rows(config) * config["BLOCK_N"] // config["EPILOGUE_SPLIT"] * element_bytes
     return config["num_stages"] * stage + epilogue
 
 
 def accumulator_elements_per_thread(config: Mapping[str, Any]) -> float:
     """fp32 accumulator elements each thread holds in registers."""
-    return config["BLOCK_M"] * tile_columns(config) / (32 * config["num_warps"])
+    return tile_rows(config) * tile_columns(config) / (32 * config["num_warps"])
 
 
 def config_space(limits: matmul.DeviceLimits = matmul.HOPPER) -> Space:
@@ -140,6 +174,7 @@ def config_space(limits: matmul.DeviceLimits = matmul.HOPPER) -> Space:
         Flag("FLATTEN"),
         Ordinal("EPILOGUE_SPLIT", (1, 2)),
         Flag("WIDEN"),
+        Flag("TALL"),
         PowerOfTwo("num_warps", 4, 8),
         IntRange("num_stages", 2, 5),
     ]
@@ -147,7 +182,7 @@ def config_space(limits: matmul.DeviceLimits = matmul.HOPPER) -> Space:
         Constraint(
             "shared_memory",
             lambda c: shared_memory_bytes(c) <= limits.shared_memory_bytes,
-            f"num_stages x (BLOCK_M*BLOCK_K + BLOCK_K*columns) x 2 + BLOCK_M*BLOCK_N / EPILOGUE_SPLIT x 2 bytes "
+            f"num_stages x (rows*BLOCK_K + BLOCK_K*columns) x 2 + rows*BLOCK_N / EPILOGUE_SPLIT x 2 bytes "
             f"<= {limits.shared_memory_bytes}",
         ),
         Constraint(
@@ -165,6 +200,17 @@ def config_space(limits: matmul.DeviceLimits = matmul.HOPPER) -> Space:
             "widen_needs_split_epilogue",
             stores_widened_tile,
             "WIDEN only with EPILOGUE_SPLIT=2 (a widened tile is stored in three slices of BLOCK_N / 2)",
+        ),
+        Constraint(
+            "tall_needs_split_epilogue",
+            lambda c: not tall(c) or c["EPILOGUE_SPLIT"] == 2,
+            "TALL only with EPILOGUE_SPLIT=2 (a space choice, not the kernel's: no recorded sweep's fastest config "
+            "stores its tile whole, and the split halves the larger staging buffer of a tall tile)",
+        ),
+        Constraint(
+            "widen_or_tall",
+            lambda c: not (widened(c) and tall(c)),
+            "WIDEN and TALL exclude each other (a tile lengthened both ways is not built)",
         ),
     ]
     return Space(parameters, constraints, name=NAME)
@@ -200,7 +246,7 @@ bytes_moved = matmul.bytes_moved
 def programs(config: Mapping[str, Any], shape: tuple[int, int, int], sms: int) -> int:
     """The grid: a program per output tile, or PROGRAMS_PER_SM per multiprocessor when that is fewer."""
     m, n, _ = shape
-    tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, tile_columns(config))
+    tiles = triton.cdiv(m, tile_rows(config)) * triton.cdiv(n, tile_columns(config))
     return tiles if config["PROGRAMS_PER_SM"] == 0 else min(tiles, config["PROGRAMS_PER_SM"] * sms)
 
 
@@ -210,21 +256,28 @@ def _launch_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
         "BLOCK_M": config["BLOCK_M"], "BLOCK_N": config["BLOCK_N"], "BLOCK_K": config["BLOCK_K"],
         "GROUP_M": config["GROUP_M"], "EPILOGUE_SPLIT": config["EPILOGUE_SPLIT"],
         "WARP_SPECIALIZE": config["WARP_SPECIALIZE"], "FLATTEN": config["FLATTEN"],
-        "WIDEN": widened(config),
+        "WIDEN": widened(config), "TALL": tall(config),
         "num_warps": config["num_warps"], "num_stages": config["num_stages"],
     }
 
 
 def _descriptors(config: Mapping[str, Any], a: Any, b: Any, c: Any, shape: tuple[int, int, int]) -> tuple:
-    """TMA descriptors of row-major A (M x K), B (K x N) twice (over BLOCK_N columns, and over the BLOCK_N / 2 that
-    WIDEN adds; without WIDEN the same descriptor again, unused) and C (M x N), each over the block one load or store
-    moves. The bases are the tensors to launch on, or (to compile) any tensors of their dtypes."""
+    """TMA descriptors of row-major A (M x K) twice (over BLOCK_M rows, and over the BLOCK_M / 2 that TALL adds),
+    B (K x N) twice (over BLOCK_N columns, and over the BLOCK_N / 2 that WIDEN adds) and C (M x N) twice (over
+    BLOCK_M rows, and over TALL's extra rows), each over the block one load or store moves; a second descriptor that
+    its option does not use is the first again. The bases are the tensors to launch on, or (to compile) any tensors
+    of their dtypes."""
     m, n, k = shape
     block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
+    store_columns = block_n // config["EPILOGUE_SPLIT"]
+    a_desc = TensorDescriptor(a, [m, k], [k, 1], [block_m, block_k])
     b_desc = TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n])
+    c_desc = TensorDescriptor(c, [m, n], [n, 1], [block_m, store_columns])
     b_extra_desc = TensorDescriptor(b, [k, n], [n, 1], [block_k, block_n // 2]) if widened(config) else b_desc
-    return (TensorDescriptor(a, [m, k], [k, 1], [block_m, block_k]), b_desc, b_extra_desc,
-            TensorDescriptor(c, [m, n], [n, 1], [block_m, block_n // config["EPILOGUE_SPLIT"]]))
+    a_extra_desc, c_extra_desc = (
+        (TensorDescriptor(a, [m, k], [k, 1], [block_m // 2, block_k]),
+         TensorDescriptor(c, [m, n], [n, 1], [block_m // 2, store_columns])) if tall(config) else (a_desc, c_desc))
+    return a_desc, a_extra_desc, b_desc, b_extra_desc, c_desc, c_extra_desc
 
 
 def run(config: Mapping[str, Any], inputs: matmul.MatmulInputs) -> torch.Tensor:
