@@ -1,0 +1,51 @@
+"""The tall-tile benchmark: its configs are the space's tall ones, named apart; the summary of timings in rounds ranks
+against cuBLAS and lists what failed; on a GPU its contenders pass their check or fail to compile."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from tunebench.kernels import matmul_tma
+from tunebench.measure.probe_rounds import contender_summary
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import tall_tiles  # noqa: E402
+
+
+def test_configs_are_the_spaces_tall_ones_named_apart():
+    space = matmul_tma.config_space()
+    assert all(space.is_valid(config) and matmul_tma.tall(config) for config in tall_tiles.CONFIGS)
+    names = [tall_tiles.config_name(config) for config in tall_tiles.CONFIGS]
+    assert len(set(names)) == len(names)
+    assert names[0] == "tall 192x128x64 w4 s4" and "tall 384x128x32 w8 s4" in names
+    assert "tall 192x128x64 w4 s4, 1 program per SM, flattened" in names
+
+
+def test_sweep_best_names_the_shapes_it_has_a_sweep_of():
+    assert tall_tiles.sweep_best((768, 4096, 14336))["WIDEN"]  # 128 x (128 + 64): results/matmul_tma/mid_widened
+    with pytest.raises(ValueError, match="no widened sweep holds"):
+        tall_tiles.sweep_best((8, 8, 8))
+
+
+def test_summary_ranks_against_cublas_and_lists_the_failed():
+    timings = pd.DataFrame([
+        {"shape": "8x8x8", "name": "cuBLAS", "round": 0, "status": "ok", "latency_ms": 1.0, "gpu": "stand-in"},
+        {"shape": "8x8x8", "name": "tall", "round": 0, "status": "ok", "latency_ms": 2.0, "gpu": "stand-in"},
+        {"shape": "8x8x8", "name": "tall", "round": 1, "status": "ok", "latency_ms": 4.0, "gpu": "stand-in"},
+        {"shape": "8x8x8", "name": "cuBLAS", "round": 1, "status": "ok", "latency_ms": 1.0, "gpu": "stand-in"},
+        {"shape": "8x8x8", "name": "huge", "round": 0, "status": "error: OutOfResources", "latency_ms": float("nan"),
+         "gpu": "stand-in"},
+    ])
+    text = contender_summary(timings, "T", "command", "timing command")
+    assert "| 8x8x8 | tall | 3 | 0.333 |" in text and "2 rounds" in text
+    assert "| 8x8x8 | huge | error: OutOfResources |" in text
+
+
+@pytest.mark.gpu
+def test_gpu_contenders_pass_their_check():
+    called = tall_tiles.contenders((768, 4096, 14336), torch.cuda.get_device_properties(0).multi_processor_count)
+    assert len(called) == 2 + len(tall_tiles.CONFIGS)
+    assert not [(name, status) for name, status in called.items() if isinstance(status, str)]
