@@ -66,6 +66,21 @@ def check_strategy_names(names: Sequence[str], predictor: Path | None) -> None:
             raise ValueError(f"strategy {name!r} is warm-started by a predictor: give --predictor")
 
 
+def trace_name(kernel: str, dtype: str, shape: Sequence[int]) -> str:
+    """A trace's file name after its GPU model and without its suffix: kernel (but the pointer GEMM's), dtype, shape."""
+    return f"{'' if kernel == 'matmul' else f'{kernel}_'}{dtype}_{'x'.join(map(str, shape))}"
+
+
+def check_no_trace_yet(out: Path, kernel: str, dtype: str, shapes: Sequence[Sequence[int]]) -> None:
+    """Raise a ValueError naming any trace of these shapes that `out` already holds (of any GPU), which this run
+    would overwrite; before the search, so that no run's trace is lost to the next."""
+    names = {trace_name(kernel, dtype, shape) for shape in shapes}
+    found = sorted(str(path) for path in out.glob("*.parquet") if path.stem.split("_", 1)[-1] in names)
+    if found:
+        raise ValueError(f"--out {out} already holds {', '.join(found)}; give this run a folder of its own (one per "
+                         "seed, say), so that no recorded trace is overwritten")
+
+
 def live_strategy(name: str, space: Space, seed: int, seeds: Sequence[dict[str, Any]]) -> Strategy:
     """The strategy `name`; for `warm:<inner>...`, <inner> warm-started with `seeds` (the predictor's top k) as the
     name says (`parse_strategy_name`)."""
@@ -129,6 +144,7 @@ def main() -> int:
     try:
         shapes = [get_kernel(args.kernel).check_shape(shape) for shape in parse_shapes(args.shapes, 3)]
         check_strategy_names(args.strategies, args.predictor)
+        check_no_trace_yet(args.out, args.kernel, args.dtype, shapes)
     except ValueError as error:
         parser.error(str(error))
 
@@ -165,8 +181,7 @@ def main() -> int:
             print(name, "x".join(map(str, shape)), f"best {trace.best_ms.min():.4f} ms, cuBLAS {vendor_ms:.4f} ms",
                   flush=True)
         frame = pd.concat(traces, ignore_index=True)
-        kernel = "" if args.kernel == "matmul" else f"{args.kernel}_"
-        stem = f"{provenance['gpu_name'].split()[1].lower()}_{kernel}{args.dtype}_{'x'.join(map(str, shape))}"
+        stem = f"{provenance['gpu_name'].split()[1].lower()}_{trace_name(args.kernel, args.dtype, shape)}"
         write_parquet_atomically(frame, args.out / f"{stem}.parquet", **PARQUET_OPTIONS)
         warm = (f" Warm starts measure the top {args.warm_k} configs of `{args.predictor}` first."
                 if predictor is not None else "")

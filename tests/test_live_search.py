@@ -1,5 +1,6 @@
 """Live searches without a GPU: benchmarks/live_search.py's strategy names, warm start's first batch and the times
-each result came, and tunebench.live_traces' summary of one shape's traces and medians over shapes."""
+each result came, its refusal to overwrite a recorded trace, and tunebench.live_traces' summary of one shape's traces
+and medians over shapes."""
 
 import sys
 from pathlib import Path
@@ -115,3 +116,17 @@ def test_the_trace_gets_when_each_result_came_and_its_compile_and_benchmark_seco
     assert list(timed.config_key) == keys and list(timed.time_s) == [2.0, 2.0, 3.0]  # the trace as it was
     assert list(timed.result_s) == [1.9, 1.5, 2.8]
     assert list(timed.compile_s) == [0.4, 1.2, 0.9] and list(timed.bench_s) == [0.0, 0.1, 0.2]
+
+
+def test_a_run_refuses_an_out_folder_that_holds_a_trace_it_would_overwrite(tmp_path, monkeypatch, capsys):
+    (tmp_path / "h200_matmul_tma_bfloat16_768x4096x14336.parquet").write_bytes(b"")
+    (tmp_path / "h200_bfloat16_256x4096x4096.parquet").write_bytes(b"")
+    live_search.check_no_trace_yet(tmp_path, "matmul", "bfloat16", [(768, 4096, 14336)])  # the pointer GEMM's: none
+    live_search.check_no_trace_yet(tmp_path / "seed1", "matmul_tma", "bfloat16", [(768, 4096, 14336)])
+    monkeypatch.setattr(sys, "argv", ["live_search.py", "--kernel", "matmul_tma", "--shapes", "768x4096x14336",
+                                      "--seconds", "1", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        live_search.main()
+    error = capsys.readouterr().err
+    assert "already holds" in error and "h200_matmul_tma_bfloat16_768x4096x14336.parquet" in error
+    assert "h200_bfloat16_256x4096x4096" not in error

@@ -49,3 +49,19 @@ def test_gpu_contenders_pass_their_check():
     called = tall_tiles.contenders((768, 4096, 14336), torch.cuda.get_device_properties(0).multi_processor_count)
     assert len(called) == 2 + len(tall_tiles.CONFIGS)
     assert not [(name, status) for name, status in called.items() if isinstance(status, str)]
+
+
+def test_the_tall_sweeps_subspace_without_tall_is_the_widened_space(tmp_path, monkeypatch):
+    import space_without
+
+    from tunebench.measure.dataset import load_dataset
+
+    out = tmp_path / "without_tall.parquet"
+    swept = Path(space_without.REPO) / "results/datasets/matmul_tma_bfloat16_h200_tall.parquet"
+    monkeypatch.setattr(sys, "argv", ["space_without.py", "--dataset", str(swept), "--without", "TALL", "--out",
+                                      str(out)])
+    assert space_without.main() == 0
+    subspace = load_dataset(out)
+    assert subspace.shapes() == [(768, 4096, 14336)] and len(subspace.measurements) == 7880
+    assert not subspace.measurements.TALL.astype(bool).any() and subspace.measurements.WIDEN.astype(bool).sum() == 2440
+    assert bool(space_without.best_config(load_dataset(swept), (768, 4096, 14336))["TALL"])

@@ -1,5 +1,5 @@
 """The widened-tile benchmark's plan (the sweep's best and every widened config per shape), its summary's ratios, the
-widened sweep's unwidened subspace (`benchmarks/unwidened_subspace.py`) and the live side by side of the two spaces
+widened sweep's unwidened subspace (`benchmarks/space_without.py`) and the live side by side of the two spaces
 (`benchmarks/live_side_by_side.py`)."""
 
 import sys
@@ -47,50 +47,50 @@ def test_plan_refuses_a_widened_config_without_the_split_epilogue(monkeypatch):
         widened_tiles.plan(widened_tiles.DATASET)
 
 
-def test_the_unwidened_subspace_keeps_the_space_before_widen_and_refuses_a_sweep_without_widen(tmp_path, monkeypatch,
+def test_the_space_without_keeps_the_space_before_widen_and_refuses_a_sweep_without_widen(tmp_path, monkeypatch,
                                                                                              capsys):
-    import unwidened_subspace
+    import space_without
 
     from tunebench.measure.dataset import load_dataset
 
     out = tmp_path / "subspace.parquet"
-    monkeypatch.setattr(sys, "argv", ["unwidened_subspace.py", "--out", str(out)])
-    assert unwidened_subspace.main() == 0
+    monkeypatch.setattr(sys, "argv", ["space_without.py", "--out", str(out)])
+    assert space_without.main() == 0
     subspace = load_dataset(out)
     assert not subspace.measurements.WIDEN.astype(bool).any()
     assert {len(subspace.task(shape)) for shape in subspace.shapes()} == {5440}
-    assert len(subspace.shapes()) == 6 and "unwidened_subspace.py" in subspace.provenance["derived"]
-    before = Path(unwidened_subspace.REPO) / "results/datasets/matmul_tma_bfloat16_h200.parquet"
-    monkeypatch.setattr(sys, "argv", ["unwidened_subspace.py", "--dataset", str(before), "--out", str(out)])
+    assert len(subspace.shapes()) == 6 and "space_without.py --without WIDEN" in subspace.provenance["derived"]
+    before = Path(space_without.REPO) / "results/datasets/matmul_tma_bfloat16_h200.parquet"
+    monkeypatch.setattr(sys, "argv", ["space_without.py", "--dataset", str(before), "--out", str(out)])
     with pytest.raises(SystemExit):
-        unwidened_subspace.main()
+        space_without.main()
     assert "has no WIDEN parameter" in capsys.readouterr().err
 
 
 def test_the_side_by_side_counts_a_seed_that_never_got_there_as_inf(tmp_path):
-    import unwidened_subspace
+    import space_without
 
     paths = {}
     for space, seconds in (("wide", [1.0, 3.0, None]), ("narrow", [2.0, 2.0, 4.0])):
         paths[space] = tmp_path / f"{space}.csv"
-        pd.DataFrame({"shape": "8x8x8", "strategy": "lfbo", "seed": range(3), unwidened_subspace.TARGET: seconds,
+        pd.DataFrame({"shape": "8x8x8", "strategy": "lfbo", "seed": range(3), space_without.TARGET: seconds,
                       "evals to 0.99 of best": [10, 30, None] if space == "wide" else [20, 20, 40]}
                      ).to_csv(paths[space], index=False)
-    row = unwidened_subspace.side_by_side(paths).iloc[0]
-    assert row[f"wide: median {unwidened_subspace.TARGET}"] == 3.0 and row["wide: median evals"] == 30
+    row = space_without.side_by_side(paths).iloc[0]
+    assert row[f"wide: median {space_without.TARGET}"] == 3.0 and row["wide: median evals"] == 30
     assert row["wide: seeds there"] == "67%" and row["narrow: seeds there"] == "100%"
-    assert row[f"narrow: median {unwidened_subspace.TARGET}"] == 2.0
+    assert row[f"narrow: median {space_without.TARGET}"] == 2.0
 
 
 def test_best_config_is_the_fastest_ok_row_widened_at_the_prefill_layers_only():
-    import unwidened_subspace
+    import space_without
 
     from tunebench.measure.dataset import load_dataset
 
     for name, any_widened in (("default_widened", False), ("mid_widened", True)):
-        datasets = Path(unwidened_subspace.REPO) / "results" / "datasets"
+        datasets = Path(space_without.REPO) / "results" / "datasets"
         dataset = load_dataset(datasets / f"matmul_tma_bfloat16_h200_{name}.parquet")
-        bests = {shape: unwidened_subspace.best_config(dataset, shape) for shape in dataset.shapes()}
+        bests = {shape: space_without.best_config(dataset, shape) for shape in dataset.shapes()}
         assert any(bool(best["WIDEN"]) for best in bests.values()) is any_widened
         for shape, best in bests.items():
             task = dataset.task(shape)
