@@ -2,7 +2,8 @@
 K-splitting scheme are in the names), with their mean GPU time; so that a gap to cuBLAS can be read against its kernel.
 
 On a GPU: `PYTHONPATH=lib python3 benchmarks/vendor_kernels.py --out results/matmul_tma/cublas_kernels_h200.csv`
-(a CSV, and a markdown table beside it).
+(a CSV, and a markdown table beside it); `--shapes` names other shapes. cuBLAS is column-major, so a name's tile reads
+columns x rows of torch's row-major C (`results/matmul_tma/cublas_orientation_h200.md`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Probe kernels (variants outside any config space) timed beside cuBLAS in shuffled rounds in this process, and the
-summary of such timings: each contender's median over rounds and cuBLAS's median over rounds / it.
+"""Kernel variants or chosen configs timed beside cuBLAS in shuffled rounds in this process (not through the bench's
+workers), and the summary of such timings: each contender's median over rounds and cuBLAS's median over rounds / it.
 
-The probes under `benchmarks/` (stream-K, tall tiles) share this: each supplies its contenders per shape.
+The stream-K probe and the tall-tile benchmark under `benchmarks/` share this: each supplies its contenders per shape.
 """
 
 from __future__ import annotations
