@@ -47,8 +47,8 @@ def test_plan_refuses_a_widened_config_without_the_split_epilogue(monkeypatch):
         widened_tiles.plan(widened_tiles.DATASET)
 
 
-def test_the_space_without_keeps_the_space_before_widen_and_refuses_a_sweep_without_widen(tmp_path, monkeypatch,
-                                                                                             capsys):
+def test_the_space_without_widen_keeps_the_space_before_it_and_refuses_a_sweep_without_widen(tmp_path, monkeypatch,
+                                                                                               capsys):
     import space_without
 
     from tunebench.measure.dataset import load_dataset
