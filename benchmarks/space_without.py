@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from tunebench.files import write_text_atomically
-from tunebench.measure.dataset import Dataset, load_dataset, save_dataset
+from tunebench.measure.dataset import load_dataset, save_dataset
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,13 +45,6 @@ def side_by_side(replays: dict[str, Path]) -> pd.DataFrame:
         reached = grouped[TARGET].apply(lambda seconds: (seconds < never[TARGET]).mean())
         columns[f"{space}: seeds there"] = reached.map("{:.0%}".format)
     return pd.DataFrame(columns).reset_index()
-
-
-def best_config(dataset: Dataset, shape: tuple[int, ...]) -> pd.Series:
-    """The row of the fastest ok config recorded for `shape`."""
-    task = dataset.task(shape)
-    ok = task[task.status == "ok"]
-    return ok.loc[ok.latency_ms.idxmin()]
 
 
 def replay_argument(text: str) -> tuple[str, Path]:
@@ -81,7 +74,7 @@ def main() -> int:
         budgets = {line.removeprefix("## Replayed searches (").removesuffix(")")
                    for path in replays.values() for line in path.with_name("summary.md").read_text().splitlines()
                    if line.startswith("## Replayed searches (")}
-        best_with = [shape for shape in dataset.shapes() if bool(best_config(dataset, shape)[option])]
+        best_with = [shape for shape in dataset.shapes() if bool(dataset.best_config(shape)[option])]
         shared = (f"At every one of these shapes the best config has {option} off, so both spaces share their best."
                   if not best_with else f"At {best_with} the best config is {having}: there the subspace's best is "
                   "another, slower one.")

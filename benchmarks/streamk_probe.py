@@ -127,10 +127,7 @@ def _sweep() -> Dataset:
 
 def sweep_best(shape: tuple[int, int, int]) -> dict:
     """The sweep's fastest `matmul_tma` config at `shape`."""
-    dataset = _sweep()
-    task = dataset.task(shape)
-    fastest = task[task.status == "ok"].sort_values("latency_ms", kind="stable").head(1)
-    return fastest[list(dataset.parameter_names)].to_dict("records")[0]
+    return _sweep().best_config(shape)
 
 
 def contenders(shape: tuple[int, int, int], programs: int) -> dict:

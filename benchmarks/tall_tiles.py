@@ -61,10 +61,7 @@ def sweep_best(shape: tuple[int, int, int]) -> dict:
     """The widened sweep's fastest `matmul_tma` config at `shape`."""
     if shape not in SWEEPS:
         raise ValueError(f"no widened sweep holds {shape}; these do: {sorted(SWEEPS)}")
-    dataset = _sweep(SWEEPS[shape])
-    task = dataset.task(shape)
-    fastest = task[task.status == "ok"].sort_values("latency_ms", kind="stable").head(1)
-    return fastest[list(dataset.parameter_names)].to_dict("records")[0]
+    return _sweep(SWEEPS[shape]).best_config(shape)
 
 
 def contenders(shape: tuple[int, int, int], multiprocessors: int) -> dict[str, Contender]:

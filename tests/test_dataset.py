@@ -112,10 +112,21 @@ def test_task_optimum_and_space(saved):
     # shape (32, 256): statuses rotate, so config 2 is its only ok row; its repeats are [3.0, 3.5, 3.2]
     assert list(task["status"]) == ["compile_error", "crash", "ok"]
     assert loaded.optimum_ms((32, 256)) == 3.2
+    assert loaded.best_config((32, 256)) == CONFIGS[2]
+    assert [type(value) for value in loaded.best_config((32, 256)).values()] == [int, str, bool, int]
     space = loaded.space((32, 256))
     assert space.is_valid(CONFIGS[0])
     assert not space.is_valid({"BLOCK": 16, "layout": "col", "split": False, "stages": 2})  # not recorded
     assert len(space.enumerate()) == 3
+
+
+def test_best_config_takes_the_first_recorded_of_equals_and_refuses_a_shape_with_no_ok_row():
+    measurements = make_dataset().measurements
+    tied = measurements.assign(status="ok", latency_ms=1.0, repeats_ms=[[1.0]] * len(measurements), error="")
+    assert make_dataset(measurements=tied).best_config((64, 128)) == CONFIGS[0]
+    failed = measurements[~((measurements["M"] == 64) & (measurements["status"] == "ok"))]
+    with pytest.raises(ValueError, match=r"shape \(64, 128\) of toy has no ok measurement"):
+        make_dataset(measurements=failed).best_config((64, 128))
 
 
 def test_space_of_a_subset_of_configs_excludes_the_rest(tmp_path):

@@ -162,6 +162,14 @@ class Dataset:
             raise ValueError(f"shape {tuple(shape)} of {self.kernel} has no ok measurement")
         return float(ok.min())
 
+    def best_config(self, shape: Sequence[int]) -> dict[str, Any]:
+        """The fastest ok config of a shape (the first recorded of equals), with plain Python values."""
+        task = self.task(shape)
+        ok = task[task["status"] == Status.OK.value]
+        if ok.empty:
+            raise ValueError(f"shape {tuple(shape)} of {self.kernel} has no ok measurement")
+        return dict(zip(self.parameter_names, _rows(ok.loc[[ok["latency_ms"].idxmin()]], self.parameter_names)[0]))
+
     def vendor_ms(self, shape: Sequence[int]) -> float | None:
         """The vendor library's latency for a shape; None if it was not measured or failed."""
         rows = self.vendor[self._mask(self.vendor, self._check_shape(shape))]
