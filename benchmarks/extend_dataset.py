@@ -9,21 +9,11 @@ Without `--write` it only checks and says what it would add.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 from pathlib import Path
 
-from tunebench.collect import build_dataset, dataset_records, parse_shapes
+from tunebench.collect import build_dataset, parse_shapes, read_records
 from tunebench.measure.dataset import load_dataset, save_extension
-
-
-def read_journal(path: Path) -> list[dict]:
-    """A journal's records; a saved dataset's (.parquet) as the records that rebuild it, when its journal is gone."""
-    if path.suffix == ".parquet":
-        return dataset_records(load_dataset(path))
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 def main() -> int:
@@ -39,7 +29,7 @@ def main() -> int:
     shapes = set(parse_shapes(args.shapes, len(dataset.shape_names)))
     if shapes & set(dataset.shapes()):
         raise SystemExit(f"already in {args.dataset}: {sorted(shapes & set(dataset.shapes()))}")
-    journal = read_journal(args.journal)
+    journal = read_records(args.journal)
     gpus = {r["provenance"].get("gpu_name") for r in journal if r["kind"] == "provenance"}
     if gpus != {dataset.gpu}:
         raise SystemExit(f"{args.journal} was measured on {sorted(map(str, gpus))}, {args.dataset} on {dataset.gpu!r}")

@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from tunebench.collect import (Journal, JournalBusy, build_dataset, dataset_records, main, parse_shapes,
-                                provenance_records, sweep, sweep_configs, sweep_provenance, whole_shapes)
+                                provenance_records, read_records, sweep, sweep_configs, sweep_provenance,
+                                whole_shapes, with_added_configs)
 from tunebench.measure.dataset import load_dataset
 from tunebench.space import ConfigError
 
@@ -241,6 +242,42 @@ def test_a_later_journal_extends_a_dataset_without_rewriting_it(tmp_path, monkey
     journal = later  # the sitting's own dataset serves when its journal is gone
     run("--shapes", "5x64x32", "--write")
     pd.testing.assert_frame_equal(load_dataset(base).measurements, extended.measurements)
+
+
+def test_configs_a_later_sitting_timed_join_a_sweeps_shapes_beside_its_vendor_rows(tmp_path, monkeypatch, capsys):
+    """benchmarks/add_configs.py: tall configs timed later join an earlier sweep's shape, each row with its sitting,
+    the shape's cuBLAS row the earlier sweep's; refused are a shape the sweep lacks, another GPU, a shape the later
+    sitting did not finish, and a config both hold."""
+    monkeypatch.syspath_prepend(str(TESTS.parent / "benchmarks"))
+    import add_configs
+
+    every = sweep_configs("matmul_tma")
+    tall = [config for config in every if config["TALL"]][:3]
+    base, later = tmp_path / "base.parquet", tmp_path / "later.parquet"
+    assert sweep("matmul_tma", "bfloat16", SHAPES, base, configs=every[:4], make_bench=FlagsStandIn)
+    assert sweep("matmul_tma", "bfloat16", SHAPES, later, configs=tall, make_bench=FlagsStandIn)
+    records = read_records(later.with_suffix(".journal") / "journal.jsonl")
+    combined = with_added_configs(load_dataset(base), records, SHAPES[1:])
+    assert combined.shapes() == SHAPES[1:] and len(combined.measurements) == 7
+    assert combined.measurements["TALL"].tolist() == [False] * 4 + [True] * 3
+    assert combined.measurements["sitting"].tolist() == [0] * 4 + [1] * 3
+    assert combined.vendor["sitting"].tolist() == [0] and len(combined.provenance["sittings"]) == 2
+    with pytest.raises(ValueError, match=r"shapes not in the base dataset: \[\(7, 8, 9\)\]"):
+        with_added_configs(load_dataset(base), records, [(7, 8, 9)])
+    with pytest.raises(ValueError, match=r"measured on \['H100'\], the base on 'stand-in'"):
+        with_added_configs(load_dataset(base), [dict(r, provenance=dict(r["provenance"], gpu_name="H100"))
+                                                if r["kind"] == "provenance" else r for r in records], SHAPES)
+    with pytest.raises(ValueError, match=r"only some of its 3 configs at .*\{\(3, 32, 48\): 1\}"):
+        with_added_configs(load_dataset(base), [r for r in records if not (
+            r["kind"] == "config" and r["shape"] == [3, 32, 48] and r["config"] == tall[0])], SHAPES)
+    with pytest.raises(ValueError, match=r"1 of the added configs are in the base already at \(3, 32, 48\)"):
+        with_added_configs(load_dataset(base), records + [dict(records[-1], shape=[3, 32, 48], config=every[0])]
+                           + [dict(records[-1], shape=[5, 64, 32], config=every[0])], SHAPES)
+    out = tmp_path / "combined.parquet"
+    monkeypatch.setattr(sys, "argv", ["add_configs.py", "--dataset", str(base), "--later", str(later),
+                                      "--shapes", "3x32x48,5x64x32", "--out", str(out)])
+    assert add_configs.main() == 0
+    assert len(load_dataset(out).measurements) == 14 and "14 config rows from 2 sittings" in capsys.readouterr().out
 
 
 def test_given_configs_recorded_before_a_parameter_joined_the_space_mean_its_old_value():

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from tunebench.kernels import complete_config, get_kernel
-from tunebench.measure.dataset import SITTING, Dataset, provenance_records, save_dataset, sweep_provenance
+from tunebench.measure.dataset import (SITTING, Dataset, load_dataset, provenance_records, save_dataset,
+                                      sweep_provenance)
 from tunebench.measure.result import Result, Status
 from tunebench.measure.timing import TimingPolicy
 
@@ -158,6 +159,51 @@ def whole_shapes(records: Sequence[Mapping[str, Any]], configs: Sequence[Mapping
     whole = {shape for shape, keys in measured.items() if shape in vendor and wanted <= keys}
     return [record for record in records
             if record["kind"] not in ("config", "vendor") or tuple(record["shape"]) in whole]
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """A journal's records, from a plain or gzipped JSON-lines copy; or a saved dataset's (.parquet), as the records
+    that rebuild it, for a sitting whose journal is gone."""
+    if path.suffix == ".parquet":
+        return dataset_records(load_dataset(path))
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shapes: Sequence[Shape]) -> Dataset:
+    """`base` at `shapes` with the configs that a later sitting (its journal `records`) measured there added. Each
+    added row names its own sitting, listed after the base's; the base's vendor rows stay, so that every config is
+    compared with the vendor library's timing from the base. Refused: a shape the base lacks, a later sitting on
+    another GPU, a shape that lacks some of the added configs, and a config the base already holds there."""
+    space = get_kernel(base.kernel).config_space()
+    shapes = [tuple(shape) for shape in shapes]
+    missing = sorted(set(shapes) - set(base.shapes()))
+    if missing:
+        raise ValueError(f"shapes not in the base dataset: {missing}; it holds {sorted(base.shapes())}")
+    gpus = {record["provenance"].get("gpu_name") for record in records if record["kind"] == "provenance"}
+    if gpus != {base.gpu}:
+        raise ValueError(f"the later sitting was measured on {sorted(map(str, gpus))}, the base on {base.gpu!r}")
+    added = [record for record in records if record["kind"] == "config" and tuple(record["shape"]) in shapes]
+    keys = {shape: set() for shape in shapes}
+    for record in added:
+        keys[tuple(record["shape"])].add(space.key(record["config"]))
+    every = set().union(*keys.values())
+    short = {shape: len(every - measured) for shape, measured in keys.items() if every - measured}
+    if short:
+        raise ValueError(f"shapes the later sitting measured only some of its {len(every)} configs at (how many "
+                         f"they lack): {short}")
+    for shape in shapes:
+        held = every & {space.key(complete_config(base.kernel, config)) for config in base.configs(shape)}
+        if held:
+            raise ValueError(f"{len(held)} of the added configs are in the base already at {shape}, e.g. "
+                             f"{sorted(held)[0]}")
+    kept = [dict(record, config=complete_config(base.kernel, record["config"])) if record["kind"] == "config"
+            else record for record in dataset_records(base)
+            if record["kind"] == "provenance" or tuple(record["shape"]) in shapes]  # recorded before a parameter
+    later = [record for record in records if record["kind"] == "provenance"
+             or (record["kind"] == "config" and tuple(record["shape"]) in shapes)]
+    return build_dataset(base.kernel, base.dtype, kept + later)
 
 
 def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, Any]]) -> Dataset:
