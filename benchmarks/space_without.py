@@ -21,7 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from tunebench.files import write_text_atomically
-from tunebench.measure.dataset import load_dataset, save_dataset
+from tunebench.gemm_kernels import sitting_names
+from tunebench.measure.dataset import SITTING, Dataset, load_dataset, save_dataset
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,6 +46,21 @@ def side_by_side(replays: dict[str, Path]) -> pd.DataFrame:
         reached = grouped[TARGET].apply(lambda seconds: (seconds < never[TARGET]).mean())
         columns[f"{space}: seeds there"] = reached.map("{:.0%}".format)
     return pd.DataFrame(columns).reset_index()
+
+
+def sittings_sentence(dataset: Dataset, option: str) -> str:
+    """Which of the dataset's sittings (numbered from 1, '?' where its rows do not say) timed its configs with
+    `option`, and which the others: they differ when the option's configs were added to an older sweep
+    (`add_configs.py`)."""
+    listed = dataset.provenance.get("sittings") or [dataset.provenance]
+    if len(listed) == 1:
+        return "It was timed in one sitting."
+    rows = dataset.measurements
+    sittings = rows[SITTING] if SITTING in rows else pd.Series(pd.NA, index=rows.index)
+    having = rows[option].astype(bool)
+    dates = ", ".join(f"{index} on {str(sitting.get('date', '?'))[:10]}" for index, sitting in enumerate(listed, 1))
+    return (f"Its provenance lists {len(listed)} sittings ({dates}): the configs with {option} come from "
+            f"{sitting_names(sittings[having])}, the others from {sitting_names(sittings[~having])}.")
 
 
 def replay_argument(text: str) -> tuple[str, Path]:
@@ -80,11 +96,11 @@ def main() -> int:
                   "another, slower one.")
         write_text_atomically(args.compare, "\n\n".join([
             f"# The TMA space with {option} against its subspace without it, replayed", f"Command: `.venv/bin/python "
-            f"{' '.join(sys.argv)}`", "Both replays are of the same sweep, timed in the same sittings "
+            f"{' '.join(sys.argv)}`", "Both replays are of one dataset's rows "
             f"(`{os.path.relpath(args.dataset.resolve(), REPO)}`): `tma_kernel.py` on it, and on its configs with "
             f"{option} off (this script's dataset), {' and '.join(sorted(budgets))} (the replays' summary.md). "
-            f"{shared} Per run: " + ", ".join(f"`{os.path.relpath(path.resolve(), REPO)}`" for path in replays.values())
-            + ".",
+            f"{shared} {sittings_sentence(dataset, option)} Per run: "
+            + ", ".join(f"`{os.path.relpath(path.resolve(), REPO)}`" for path in replays.values()) + ".",
             markdown_table(table)]) + "\n")
         print(markdown_table(table))
         return 0

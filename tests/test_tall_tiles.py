@@ -65,3 +65,26 @@ def test_the_tall_sweeps_subspace_without_tall_is_the_widened_space(tmp_path, mo
     assert subspace.shapes() == [(768, 4096, 14336)] and len(subspace.measurements) == 7880
     assert not subspace.measurements.TALL.astype(bool).any() and subspace.measurements.WIDEN.astype(bool).sum() == 2440
     assert load_dataset(swept).best_config((768, 4096, 14336))["TALL"]
+
+
+def test_tall_configs_timed_later_join_the_widened_sweep_and_the_comparison_names_their_sitting():
+    """results/datasets/matmul_tma_bfloat16_h200_tall_other.parquet's tall configs at 1024 x 6144 x 4096, added to the
+    widened sweep there (`add_configs.py`): every config once, cuBLAS the sweep's, and the best still widened."""
+    import space_without
+
+    from tunebench.collect import read_records, with_added_configs
+    from tunebench.measure.dataset import load_dataset
+
+    datasets, shape = Path(space_without.REPO) / "results/datasets", (1024, 6144, 4096)
+    base = load_dataset(datasets / "matmul_tma_bfloat16_h200_mid_widened.parquet")
+    combined = with_added_configs(base, read_records(datasets / "matmul_tma_bfloat16_h200_tall_other.parquet"),
+                                  [shape])
+    rows = combined.measurements
+    assert len(rows) == 10300 and rows.TALL.astype(bool).sum() == 2420 and rows.WIDEN.astype(bool).sum() == 2440
+    assert combined.vendor_ms(shape) == base.vendor_ms(shape)
+    assert combined.best_config(shape) == base.best_config(shape) | {"TALL": False}
+    assert space_without.sittings_sentence(combined, "TALL") == (
+        "Its provenance lists 3 sittings (1 on 2026-12-02, 2 on 2026-12-02, 3 on 2026-12-03): the configs with TALL "
+        "come from 3, the others from ?.")
+    tall_768 = load_dataset(datasets / "matmul_tma_bfloat16_h200_tall.parquet")
+    assert space_without.sittings_sentence(tall_768, "TALL") == "It was timed in one sitting."

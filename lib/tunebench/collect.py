@@ -201,7 +201,9 @@ def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shap
     kept = [dict(record, config=complete_config(base.kernel, record["config"])) if record["kind"] == "config"
             else record for record in dataset_records(base)
             if record["kind"] == "provenance" or tuple(record["shape"]) in shapes]  # recorded before a parameter
-    later = [record for record in records if record["kind"] == "provenance"
+    offset = sum(record["kind"] == "provenance" for record in kept)  # a record naming its sitting counts from 0
+    later = [dict(record, sitting=record["sitting"] + offset) if record.get("sitting") is not None else record
+             for record in records if record["kind"] == "provenance"
              or (record["kind"] == "config" and tuple(record["shape"]) in shapes)]
     return build_dataset(base.kernel, base.dtype, kept + later)
 

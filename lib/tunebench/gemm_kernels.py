@@ -49,7 +49,7 @@ RUNS = {BEFORE: ("", "repeats"), OVERLAPPED: ("overlapped", "overlapped/repeats"
 SITTINGS = "sittings: cuBLAS / best / configs"
 
 
-def _sitting_names(sittings: pd.Series) -> str:
+def sitting_names(sittings: pd.Series) -> str:
     """The sittings, numbered from 1 in the provenance's order, '?' where the dataset does not know one."""
     known = sorted({int(sitting) + 1 for sitting in sittings.dropna()})
     return ", ".join([*map(str, known), *(["?"] if sittings.isna().any() else [])])
@@ -75,7 +75,7 @@ def sweep_table(dataset_path: Path) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
                      "best config": ", ".join(f"{name}={best[name]}" for name in dataset.parameter_names)})
         if has_sittings(dataset):
             vendor = dataset.vendor.set_index(list(dataset.shape_names)).loc[[shape]]
-            rows[-1][SITTINGS] = " / ".join(_sitting_names(sittings) for sittings in (
+            rows[-1][SITTINGS] = " / ".join(sitting_names(sittings) for sittings in (
                 vendor.get(SITTING, pd.Series([pd.NA])), pd.Series([best.get(SITTING, pd.NA)]), task[SITTING]))
         failed = task[task.status != "ok"]
         failed_configs.append(set(map(tuple, failed[[*dataset.parameter_names, "status"]].to_numpy().tolist())))
