@@ -262,6 +262,7 @@ def test_configs_a_later_sitting_timed_join_a_sweeps_shapes_beside_its_vendor_ro
     assert combined.measurements["TALL"].tolist() == [False] * 4 + [True] * 3
     assert combined.measurements["sitting"].tolist() == [0] * 4 + [1] * 3
     assert combined.vendor["sitting"].tolist() == [0] and len(combined.provenance["sittings"]) == 2
+    assert combined.provenance["sittings"][1]["measured_before"] == 4
     with pytest.raises(ValueError, match=r"shapes not in the base dataset: \[\(7, 8, 9\)\]"):
         with_added_configs(load_dataset(base), records, [(7, 8, 9)])
     with pytest.raises(ValueError, match=r"measured on \['H100'\], the base on 'stand-in'"):

@@ -172,10 +172,11 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 
 def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shapes: Sequence[Shape]) -> Dataset:
-    """`base` at `shapes` with the configs that a later sitting (its journal `records`) measured there added. Each
-    added row names its own sitting, listed after the base's; the base's vendor rows stay, so that every config is
-    compared with the vendor library's timing from the base. Refused: a shape the base lacks, a later sitting on
-    another GPU, a shape that lacks some of the added configs, and a config the base already holds there."""
+    """`base` at `shapes` with the configs that a later sitting measured there added (`records`: its journal's, or
+    its dataset's by `read_records`). Each added row names its own sitting, listed after the base's, whose count of
+    measurements before it includes the base's rows; the base's vendor rows stay, so that every config is compared
+    with the vendor library's timing from the base. Refused: a shape the base lacks, a later sitting on another GPU,
+    a shape that lacks some of the added configs, and a config the base already holds there."""
     space = get_kernel(base.kernel).config_space()
     shapes = [tuple(shape) for shape in shapes]
     missing = sorted(set(shapes) - set(base.shapes()))
@@ -198,13 +199,19 @@ def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shap
         if held:
             raise ValueError(f"{len(held)} of the added configs are in the base already at {shape}, e.g. "
                              f"{sorted(held)[0]}")
+    # A config recorded before a parameter joined the space means the parameter's old value.
     kept = [dict(record, config=complete_config(base.kernel, record["config"])) if record["kind"] == "config"
             else record for record in dataset_records(base)
-            if record["kind"] == "provenance" or tuple(record["shape"]) in shapes]  # recorded before a parameter
-    offset = sum(record["kind"] == "provenance" for record in kept)  # a record naming its sitting counts from 0
-    later = [dict(record, sitting=record["sitting"] + offset) if record.get("sitting") is not None else record
-             for record in records if record["kind"] == "provenance"
-             or (record["kind"] == "config" and tuple(record["shape"]) in shapes)]
+            if record["kind"] == "provenance" or tuple(record["shape"]) in shapes]
+    sittings_before = sum(record["kind"] == "provenance" for record in kept)  # a row naming its sitting counts from 0
+    measured_before = sum(record["kind"] == "config" for record in kept)
+    later = []
+    for record in records:
+        if record["kind"] == "provenance":
+            later.append(dict(record, measured_before=record.get("measured_before", 0) + measured_before))
+        elif record["kind"] == "config" and tuple(record["shape"]) in shapes:
+            named = record.get("sitting") is not None
+            later.append(dict(record, sitting=record["sitting"] + sittings_before) if named else record)
     return build_dataset(base.kernel, base.dtype, kept + later)
 
 
