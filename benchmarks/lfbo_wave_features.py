@@ -22,15 +22,15 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from tunebench.collect import read_records, with_added_configs
+from tunebench.collect import dataset_records, with_added_configs
 from tunebench.files import write_text_atomically
-from tunebench.kernels.matmul_tma import tile_columns, tile_rows
-from tunebench.measure.dataset import Dataset, load_dataset
+from tunebench.kernels.matmul_tma import output_tiles
+from tunebench.measure.dataset import Dataset
 from tunebench.measure.replay import ReplayEvaluator
 from tunebench.metrics import evaluations_to_reach, seconds_to_reach
 from tunebench.search import make_strategy
 from tunebench.space import Space
-from tunebench.study import Budget, run_search
+from tunebench.study import Budget, cached_dataset, run_search
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,8 +57,7 @@ class WaveFeatures:
         return getattr(self._space, name)
 
     def waves(self, config: Mapping[str, Any]) -> list[float]:
-        m, n = self._shape[:2]
-        tiles = math.ceil(m / tile_rows(config)) * math.ceil(n / tile_columns(config))
+        tiles = output_tiles(config, self._shape)
         return [tiles / (math.ceil(tiles / self._sm_count) * self._sm_count), math.log2(tiles)]
 
     def encode(self, configs: Sequence[Mapping[str, Any]]) -> np.ndarray:
@@ -66,12 +65,17 @@ class WaveFeatures:
 
 
 @lru_cache(maxsize=None)
+def tall_added_records() -> list[dict[str, Any]]:
+    """The later sitting's tall configs as records, read once per process."""
+    return dataset_records(cached_dataset(str(DATASETS / TALL_ADDED)))
+
+
+@lru_cache(maxsize=None)
 def sweep(shape: tuple[int, ...]) -> Dataset:
     """The 10,300-config sweep of `shape`: swept whole, or the widened sweep with the tall configs added."""
     if shape in TALL_SWEEPS:
-        return load_dataset(DATASETS / TALL_SWEEPS[shape])
-    return with_added_configs(load_dataset(DATASETS / WIDENED_SWEEPS[shape]), read_records(DATASETS / TALL_ADDED),
-                              [shape])
+        return cached_dataset(str(DATASETS / TALL_SWEEPS[shape]))
+    return with_added_configs(cached_dataset(str(DATASETS / WIDENED_SWEEPS[shape])), tall_added_records(), [shape])
 
 
 def replay(shape: tuple[int, ...], strategy: str, seed: int, waves: bool, seconds: float) -> dict[str, Any]:

@@ -6,7 +6,7 @@ tiles widened by half (WIDEN; see `tile_columns`) or lengthened by half (TALL; s
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import torch
 import triton
@@ -243,10 +243,15 @@ flops = matmul.flops
 bytes_moved = matmul.bytes_moved
 
 
+def output_tiles(config: Mapping[str, Any], shape: Sequence[int]) -> int:
+    """How many output tiles of `config` cover the M x N result of `shape`."""
+    m, n = shape[0], shape[1]
+    return triton.cdiv(m, tile_rows(config)) * triton.cdiv(n, tile_columns(config))
+
+
 def programs(config: Mapping[str, Any], shape: tuple[int, int, int], sms: int) -> int:
     """The grid: a program per output tile, or PROGRAMS_PER_SM per multiprocessor when that is fewer."""
-    m, n, _ = shape
-    tiles = triton.cdiv(m, tile_rows(config)) * triton.cdiv(n, tile_columns(config))
+    tiles = output_tiles(config, shape)
     return tiles if config["PROGRAMS_PER_SM"] == 0 else min(tiles, config["PROGRAMS_PER_SM"] * sms)
 
 
