@@ -1,0 +1,92 @@
+"""Helion's autotune logs and our live traces read back (`peer_runs`), on stand-in logs and on the recorded
+side-by-side runs, and benchmarks/helion_side_by_side.py's summary and refusals, without a GPU."""
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tunebench import peer_runs
+from tunebench.gemm_kernels import SIDE_BY_SIDE, side_by_side_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import helion_side_by_side as side  # noqa: E402
+
+# Helion's log format (helion/autotuner/logger.py, AutotuneLogSink): a failed config has no perf_ms.
+HELION_LOG = """timestamp_s,config_index,generation,status,perf_ms,compile_time_s,config
+1.50,1,0,ok,0.400000,1.20,Config(a=1)
+2.00,2,0,error,,0.50,Config(a=2)
+3.25,3,1,ok,0.190000,1.00,Config(a=3)
+4.00,4,1,ok,0.176000,1.00,Config(a=4)
+"""
+
+
+def write_helion_run(folder: Path, name: str, *, finished: bool) -> None:
+    (folder / f"{name}.csv").write_text(HELION_LOG)
+    record = {"run": name, "shape": [64, 64, 64], "cublas_ms": 0.18, "finished": finished, "log_start_s": 0.5}
+    if finished:
+        record.update(wall_s=5.0, relative_error=0.0, config="{}")
+    (folder / f"{name}.json").write_text(json.dumps(record))
+
+
+def test_helion_trace_is_offset_by_the_log_start_and_skips_failures(tmp_path):
+    write_helion_run(tmp_path, "helion_quick_LFBOPatternSearch_seed0", finished=True)
+    (run,) = peer_runs.helion_runs(tmp_path)
+    assert run["configs"] == 4 and run["last_s"] == pytest.approx(4.5)
+    assert run["trace"].time_s.tolist() == pytest.approx([2.0, 3.75, 4.5])
+    row = peer_runs.reach_row(run)
+    # 0.18 / 0.19 = 0.947x at 3.75 s (rounded to 3.8); 0.18 / 0.176 = 1.023x at 4.5 s.
+    assert row["s to 0.9x"] == 3.8 and row["s to 0.95x"] == 4.5 and row["s to 1.0x"] == 4.5
+    assert row["best vs cuBLAS (own timer)"] == pytest.approx(1.023, abs=1e-3)
+
+
+def test_arms_pool_seeds_and_a_never_reached_median_is_never():
+    reach = pd.DataFrame([
+        {"run": "helion_full_X_seed0", "last result (s)": 300.0, "s to 0.99x": 68.5, "s to 1.0x": "never"},
+        {"run": "helion_full_X_seed1", "last result (s)": 250.0, "s to 0.99x": "never", "s to 1.0x": "never"},
+        {"run": "helion_full_X_seed2", "last result (s)": 200.0, "s to 0.99x": 70.0, "s to 1.0x": 190.0},
+        {"run": "tunebench_lfbo_seed0", "last result (s)": 20.0, "s to 0.99x": 13.0, "s to 1.0x": "never"}])
+    rounds = pd.DataFrame({"run": ["cublas", "helion_full_X_seed0", "cublas", "helion_full_X_seed0"],
+                           "ms": [1.0, 2.0, 1.0, 2.0]})
+    table = peer_runs.arms_table(reach, rounds).set_index("arm")
+    assert table.loc["helion_full_X", "runs"] == 3
+    assert table.loc["helion_full_X", "median s to 0.99x"] == 70.0
+    assert table.loc["helion_full_X", "median s to 1.0x"] == "never"
+    assert table.loc["helion_full_X", "rounds: final vs cuBLAS (median)"] == "0.500 (1 of 3)"
+    assert table.loc["tunebench_lfbo", "rounds: final vs cuBLAS (median)"] == "not timed"
+
+
+def test_rounds_files_in_the_order_timed(tmp_path):
+    for number in (10, 2, 1):
+        (tmp_path / f"rounds_{number}.csv").write_text("run,ms\n")
+    assert [path.name for path in peer_runs.rounds_files(tmp_path)] == ["rounds_1.csv", "rounds_2.csv", "rounds_10.csv"]
+
+
+def test_summary_says_which_helion_runs_did_not_finish(tmp_path):
+    write_helion_run(tmp_path, "helion_full_LFBOTreeSearch_seed0", finished=False)
+    text = side.summarize(tmp_path, [], "cmd")
+    assert "did not finish: stopped by the command's time limit; its last result at 4.5 s" in text
+    assert (tmp_path / "summary.md").read_text() == text
+
+
+def test_refusals_name_the_bad_value(tmp_path):
+    with pytest.raises(ValueError, match="autotuner 'PatternSearch' is not one of LFBOPatternSearch, LFBOTreeSearch"):
+        side.check_choice("autotuner", "PatternSearch", side.AUTOTUNERS)
+    with pytest.raises(ValueError, match="no Helion run"):
+        side.summarize(tmp_path, [], "cmd")
+
+
+def test_recorded_side_by_side_runs():
+    table = side_by_side_table(SIDE_BY_SIDE).set_index("arm")
+    assert list(table.index) == ["helion_full_LFBOPatternSearch", "helion_full_LFBOTreeSearch",
+                                 "helion_quick_LFBOPatternSearch", "helion_quick_LFBOTreeSearch",
+                                 "tunebench_lfbo_quick", "tunebench_lfbo"]
+    assert table.loc["tunebench_lfbo", "runs"] == 3 and table.loc["tunebench_lfbo", "median s to 0.99x"] == 13.6
+    assert table.loc["helion_full_LFBOPatternSearch", "rounds: final vs cuBLAS (median)"] == "0.975 (1 of 2)"
+    finished = {run["run"]: run["finished"] for run in peer_runs.helion_runs(SIDE_BY_SIDE)}
+    assert finished == {"helion_full_LFBOPatternSearch_seed0": True, "helion_full_LFBOPatternSearch_seed1": False,
+                        "helion_full_LFBOTreeSearch_seed0": False, "helion_quick_LFBOPatternSearch_seed0": True,
+                        "helion_quick_LFBOPatternSearch_seed1": True, "helion_quick_LFBOPatternSearch_seed2": True,
+                        "helion_quick_LFBOTreeSearch_seed0": True}
