@@ -31,8 +31,9 @@ from IPython.display import display
 
 from tunebench.dataset_summary import provenance_line
 from tunebench.gemm_kernels import (
-    live_table, plot_live_against_vendor, plot_repeats_against_vendor, plot_replay_against_vendor,
-    plot_sweep_against_vendor, repeats_table, replay_by_seed, replay_summary, rounds_tables, sweep_table,
+    live_table, plot_live_against_vendor, plot_repeats_against_vendor, plot_replay_against_vendor, plot_side_by_side,
+    plot_sweep_against_vendor, repeats_table, replay_by_seed, replay_summary, rounds_tables, side_by_side_table,
+    sweep_table,
 )
 from tunebench.plots import resolve_dataset, table_style
 from tunebench.replay_fidelity import (
@@ -54,6 +55,7 @@ replay_workers = 2
 replay_clock = "sequential"  # or "pipelined": compiles overlap timing, as the live bench does ("Replay against live")
 replay_startup_s = 0.0  # seconds before the first batch a live run pays (H200: 10.86 s spawned, about 2 s forked)
 rounds = "results/matmul_tma/rounds_h200.csv"  # benchmarks/tma_rounds.py's re-timing of the sweep's top configs
+helion = "results/helion_side_by_side/4096x4096x4096"  # benchmarks/helion_side_by_side.py's runs of Helion and ours
 
 # %%
 path = resolve_dataset(dataset)
@@ -61,7 +63,7 @@ recorded = open_dataset(path)
 live_dir = repo_path(live)
 show_run_header({"dataset": dataset, "live": live, "strategies": strategies, "replay_seeds": replay_seeds,
                  "replay_seconds": replay_seconds, "replay_workers": replay_workers, "replay_clock": replay_clock,
-                 "replay_startup_s": replay_startup_s, "rounds": rounds},
+                 "replay_startup_s": replay_startup_s, "rounds": rounds, "helion": helion},
                 {"dataset": provenance_line(recorded)})
 
 # %% [markdown]
@@ -122,6 +124,18 @@ plot_live_against_vendor(live_dir);
 # %%
 display(table_style(repeats_table(live_dir)))
 plot_repeats_against_vendor(live_dir);
+
+# %% [markdown]
+# ## Helion 1.0.0 side by side at 4096^3
+# Helion 1.0.0 itself on the same H200 in the same sitting (stop 65, `benchmarks/helion_side_by_side.py`): its quick
+# and full efforts with LFBOPatternSearch and LFBOTreeSearch (1.0.0's default) on Helion's own GEMM, each from empty
+# caches, beside quick LFBO and LFBO on the TMA GEMM. Each system is judged by its own timer in the figure; the last
+# column times every finished run's final config again beside cuBLAS in shuffled rounds by one timer (Helion's).
+# Runs stopped by a time limit count as not reaching what they had not reached.
+
+# %%
+display(table_style(side_by_side_table(repo_path(helion))))
+plot_side_by_side(repo_path(helion));
 
 # %% [markdown]
 # ## Replay against live

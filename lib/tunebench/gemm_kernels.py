@@ -17,12 +17,15 @@ from matplotlib.ticker import FormatStrFormatter, NullFormatter
 from tunebench.live_traces import FRACTIONS_OF_VENDOR, summary_rows
 from tunebench.measure.dataset import SITTING, Dataset, has_sittings
 from tunebench.metrics import evaluations_to_reach, fraction_curve_over_time, seconds_to_reach
+from tunebench.peer_runs import arm_of, arms_table, helion_runs, our_runs, reach_row, rounds_files
 from tunebench.plots import shown_path, strategy_colors
 from tunebench.report import REPO_ROOT
 from tunebench.study import open_dataset
 
 DATASET = REPO_ROOT / "results" / "datasets" / "matmul_tma_bfloat16_h200.parquet"
 LIVE = REPO_ROOT / "results" / "live_search" / "matmul_tma"  # the live runs, laid out as `RUNS` says
+# benchmarks/helion_side_by_side.py's runs: Helion 1.0.0 and our LFBO at bf16 4096^3, one H200, one sitting (stop 65)
+SIDE_BY_SIDE = REPO_ROOT / "results" / "helion_side_by_side" / "4096x4096x4096"
 LIVE_SHAPES = ("2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "4096x14336x4096", "4096x4096x14336",
                "8192x4096x4096")
 STRATEGIES = ("random", "pattern", "lfbo", "lfbo_quick", "de", "optuna_tpe")
@@ -336,4 +339,35 @@ def plot_repeats_against_vendor(live: Path = LIVE, shape: str = "4096x4096x4096"
     _vendor_axes(ax, f"matmul_tma {shape}: every live run", "wall seconds from starting the workers", WALL_SECONDS)
     ax.set_ylabel(VENDOR_LABEL)
     ax.legend(handles=handles, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return figure
+
+
+def side_by_side_runs(folder: Path = SIDE_BY_SIDE) -> list[dict]:
+    """The Helion runs in `folder` and our live runs under its `ours/` (`peer_runs`), Helion's first."""
+    return helion_runs(folder) + our_runs(sorted(folder.glob("ours/*/*.parquet")))
+
+
+def side_by_side_table(folder: Path = SIDE_BY_SIDE) -> pd.DataFrame:
+    """Per arm (system, effort and search) over its seeds: `peer_runs.arms_table`, with the final configs' speed
+    from the folder's last rounds."""
+    files = rounds_files(folder)
+    reach = pd.DataFrame([reach_row(run) for run in side_by_side_runs(folder)])
+    return arms_table(reach, pd.read_csv(files[-1]) if files else None)
+
+
+def plot_side_by_side(folder: Path = SIDE_BY_SIDE) -> Figure:
+    """Every run in `folder`: best so far against cuBLAS, each system by its own timer, on the wall seconds of its
+    clock (Helion's from the kernel's bind, ours from starting the workers); a colour per arm, a line per seed."""
+    runs = side_by_side_runs(folder)
+    arms = list(dict.fromkeys(arm_of(run["run"]) for run in runs))
+    colors = strategy_colors(arms)
+    figure, ax = plt.subplots(figsize=(9.5, 4.4), layout="constrained")
+    for run in runs:
+        trace = run["trace"].sort_values("time_s", kind="stable")
+        ax.step(trace.time_s, run["cublas_ms"] / np.minimum.accumulate(trace.ms.to_numpy()), where="post",
+                color=colors[arm_of(run["run"])], linewidth=1.3, alpha=0.9)
+    _vendor_axes(ax, f"Helion 1.0.0 and tunebench, {folder.name}, every run", "wall seconds", (1, 600))
+    ax.set(ylim=(0.3, 1.1), ylabel=VENDOR_LABEL)
+    ax.legend(handles=[Line2D([], [], color=color, linewidth=2, label=arm) for arm, color in colors.items()],
+              frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return figure
