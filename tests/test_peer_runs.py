@@ -14,12 +14,15 @@ from tunebench.gemm_kernels import SIDE_BY_SIDE, side_by_side_table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import helion_side_by_side as side  # noqa: E402
 
-# Helion's log format (helion/autotuner/logger.py, AutotuneLogSink): a failed config has no perf_ms.
+# Helion's log format (helion/autotuner/logger.py, AutotuneLogSink): a config is logged as it starts and with its
+# result; a failed config has no perf_ms; the last config here never ended.
 HELION_LOG = """timestamp_s,config_index,generation,status,perf_ms,compile_time_s,config
+0.10,1,0,started,,,Config(a=1)
 1.50,1,0,ok,0.400000,1.20,Config(a=1)
 2.00,2,0,error,,0.50,Config(a=2)
 3.25,3,1,ok,0.190000,1.00,Config(a=3)
 4.00,4,1,ok,0.176000,1.00,Config(a=4)
+4.20,5,1,started,,,Config(a=5)
 """
 
 

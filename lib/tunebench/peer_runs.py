@@ -20,11 +20,14 @@ FRACTIONS = (0.71, 0.9, 0.95, 0.99, 1.0)  # of cuBLAS's speed; 0.71x is what Hel
 
 
 def helion_runs(out: Path) -> list[dict[str, Any]]:
-    """Every Helion run's record in `out`, its trace attached as `trace` (time_s from the clock's start, ms)."""
+    """Every Helion run's record in `out`, its trace attached as `trace` (time_s from the clock's start, ms), with
+    `configs` (results logged) and `last_s` (the last result's second). Helion logs a config twice, as it starts and
+    with its result; only the results count."""
     runs = []
     for path in sorted(out.glob("helion_*.json")):
         record = json.loads(path.read_text())
         log = pd.read_csv(path.with_suffix(".csv"))
+        log = log[log.status != "started"]
         seconds = record.get("log_start_s", 0.0) + pd.to_numeric(log.timestamp_s, errors="coerce")
         perf_ms = pd.to_numeric(log.perf_ms, errors="coerce")
         timed = seconds.notna() & perf_ms.notna()
