@@ -86,11 +86,12 @@ def run_helion(effort: str, autotuner: str, seed: int, shape: tuple[int, int, in
         "torch": torch.__version__, "triton": triton.__version__, "command": " ".join(["python3", *sys.argv]),
         "finished": False}
     write_text_atomically(out / f"{name}.json", json.dumps(record, indent=1))
-    log_starts: list[float] = []
     start_run = AutotuneLogSink.start_run
 
     def noting_start(sink: AutotuneLogSink) -> None:
-        log_starts.append(time.perf_counter())
+        """Record when the log's clock starts on the run's, at once, so that a run killed later keeps it."""
+        record["log_start_s"] = time.perf_counter() - started
+        write_text_atomically(out / f"{name}.json", json.dumps(record, indent=1))
         start_run(sink)
 
     AutotuneLogSink.start_run = noting_start
@@ -102,8 +103,7 @@ def run_helion(effort: str, autotuner: str, seed: int, shape: tuple[int, int, in
     bound.set_config(config)
     result = bound(x, y).float()
     expected = torch.matmul(x, y).float()
-    record.update(finished=True, wall_s=wall_s, log_start_s=log_starts[0] - started if log_starts else 0.0,
-                  config=config.to_json(),
+    record.update(finished=True, wall_s=wall_s, config=config.to_json(),
                   relative_error=float((result - expected).norm() / expected.norm()))
     write_text_atomically(out / f"{name}.json", json.dumps(record, indent=1))
     print(f"{name}: {wall_s:.1f} s, config {config}", flush=True)

@@ -117,4 +117,5 @@ def helion_outcome(run: dict[str, Any]) -> str:
     if run["finished"]:
         return (f"finished after {run['wall_s']:.1f} s (its log started at {run['log_start_s']:.1f} s), relative "
                 f"error {run['relative_error']:.1e} against torch.matmul")
-    return f"did not finish: stopped by the command's time limit; its last result at {run['last_s']:.1f} s"
+    clock = "" if "log_start_s" in run else " of its log's clock (its record predates noting when the log started)"
+    return f"did not finish: stopped by the command's time limit; its last result at {run['last_s']:.1f} s{clock}"
