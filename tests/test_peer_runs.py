@@ -87,7 +87,7 @@ def test_recorded_side_by_side_runs():
     assert list(table.index) == ["helion_full_LFBOPatternSearch", "helion_full_LFBOTreeSearch",
                                  "helion_quick_LFBOPatternSearch", "helion_quick_LFBOTreeSearch",
                                  "tunebench_lfbo_quick", "tunebench_lfbo"]
-    assert table.loc["tunebench_lfbo", "runs"] == 3 and table.loc["tunebench_lfbo", "median s to 0.99x"] == 13.6
+    assert table.loc["tunebench_lfbo", "runs"] == 3 and table.loc["tunebench_lfbo", "median s to 0.99x"] == 13.7
     assert table.loc["helion_full_LFBOPatternSearch", "rounds: final vs cuBLAS (median)"] == "0.975 (1 of 2)"
     finished = {run["run"]: run["finished"] for run in peer_runs.helion_runs(SIDE_BY_SIDE)}
     assert finished == {"helion_full_LFBOPatternSearch_seed0": True, "helion_full_LFBOPatternSearch_seed1": False,

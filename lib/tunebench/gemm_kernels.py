@@ -24,7 +24,7 @@ from tunebench.study import open_dataset
 
 DATASET = REPO_ROOT / "results" / "datasets" / "matmul_tma_bfloat16_h200.parquet"
 LIVE = REPO_ROOT / "results" / "live_search" / "matmul_tma"  # the live runs, laid out as `RUNS` says
-# benchmarks/helion_side_by_side.py's runs: Helion 1.0.0 and our LFBO at bf16 4096^3, one H200, one sitting (stop 65)
+# benchmarks/helion_side_by_side.py's runs: Helion 1.0.0 and our LFBO at bf16 4096^3 on an H200 (stop 65)
 SIDE_BY_SIDE = REPO_ROOT / "results" / "helion_side_by_side" / "4096x4096x4096"
 LIVE_SHAPES = ("2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "4096x14336x4096", "4096x4096x14336",
                "8192x4096x4096")
