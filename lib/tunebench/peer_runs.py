@@ -85,6 +85,7 @@ def arms_table(reach: pd.DataFrame, rounds: pd.DataFrame | None) -> pd.DataFrame
     median of never is never), the median second of the last result and, from `rounds`, the median of the final
     configs' speed against cuBLAS and how many of the arm's runs it timed."""
     never = reach.replace("never", math.inf)
+    timed = None if rounds is None else rounds_table(rounds).assign(arm=lambda table: table.run.map(arm_of))
     rows = []
     for arm, part in never.groupby(never.run.map(arm_of), sort=False):
         row: dict[str, Any] = {"arm": arm, "runs": len(part)}
@@ -92,8 +93,7 @@ def arms_table(reach: pd.DataFrame, rounds: pd.DataFrame | None) -> pd.DataFrame
             median = float(np.median(part[f"s to {fraction}x"].astype(float)))
             row[f"median s to {fraction}x"] = "never" if math.isinf(median) else round(median, 1)
         row["median last result (s)"] = round(float(part["last result (s)"].median()), 1)
-        if rounds is not None:
-            timed = rounds_table(rounds).assign(arm=lambda table: table.run.map(arm_of))
+        if timed is not None:
             finals = timed[timed.arm == arm]["vs cuBLAS"]
             row["rounds: final vs cuBLAS (median)"] = (f"{finals.median():.3f} ({len(finals)} of {len(part)})"
                                                        if len(finals) else "not timed")
