@@ -193,14 +193,19 @@ def main() -> int:
     missing = [str(path) for path in args.ours if not path.exists()]
     if missing:
         parser.error(f"no such trace: {', '.join(missing)}")
+    shapes = parse_shapes(args.shape, 3)
+    if len(shapes) != 1:
+        parser.error(f"--shape {args.shape!r}: give one MxNxK")
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # helion_matmul, beside this script
     if args.action == "helion":
-        shape = parse_shapes(args.shape, 3)[0]
-        run_helion(args.effort, args.autotuner, args.seed, shape, args.out)
+        run_helion(args.effort, args.autotuner, args.seed, shapes[0], args.out)
     elif args.action == "rounds":
         time_rounds(args.out, args.ours, args.seed)
     else:
-        print(summarize(args.out, args.ours, " ".join([".venv/bin/python", *sys.argv])))
+        try:
+            print(summarize(args.out, args.ours, " ".join([".venv/bin/python", *sys.argv])))
+        except ValueError as error:
+            parser.error(str(error))
     return 0
 
 
