@@ -14,9 +14,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from tunebench.live_traces import FRACTIONS_OF_VENDOR
 from tunebench.metrics import seconds_to_reach
-
-FRACTIONS = (0.71, 0.9, 0.95, 0.99, 1.0)  # of cuBLAS's speed; 0.71x is what Helion's quick effort reached in the brief
 
 
 def helion_runs(out: Path) -> list[dict[str, Any]]:
@@ -64,7 +63,7 @@ def reach_row(run: dict[str, Any]) -> dict[str, Any]:
     times = trace.time_s.to_numpy() if len(trace) else np.array([math.nan])
     row = {"run": run["run"], "configs": run["configs"], "last result (s)": round(run["last_s"], 1),
            "best vs cuBLAS (own timer)": round(run["cublas_ms"] / best.min(), 3)}
-    for fraction in FRACTIONS:
+    for fraction in FRACTIONS_OF_VENDOR:
         reached = seconds_to_reach(best, times, run["cublas_ms"], fraction)
         row[f"s to {fraction}x"] = "never" if math.isnan(reached) else round(float(reached), 1)
     return row
