@@ -1,5 +1,6 @@
 """The TMA GEMM: its resource model and space, its shape rules, and its numerics under the interpreter or on a GPU."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -126,6 +127,26 @@ def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
         assert _descriptor_fields(launch_args[1]) == (torch.float16, [37, 56], [56, 1], [extra_rows, 64])
         assert _descriptor_fields(launch_args[5]) == (torch.float16, [37, 72], [72, 1],
                                                       [extra_rows, config["BLOCK_N"] // 2])
+
+
+def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
+    """A config's launch is built on its first run on these tensors and reused; new tensors, another config or a copy
+    of the inputs get one of their own, and only the LAUNCHES_KEPT latest are kept."""
+    monkeypatch.setattr(matmul_tma, "LAUNCHES_KEPT", 2)
+    inputs = matmul_tma.make_inputs((37, 72, 56), "float16", "cpu", seed=1)
+    expected = matmul_tma.reference(inputs)
+    first, second = _small_configs(2, seed=1)
+    for _ in range(2):
+        inputs.out.fill_(float("nan"))
+        assert matmul_tma.relative_error(matmul_tma.run(first, inputs), expected) <= matmul_tma.TOLERANCE["float16"]
+    assert len(inputs.launches) == 1
+    inputs.out = torch.empty_like(inputs.out)
+    assert matmul_tma.relative_error(matmul_tma.run(first, inputs), expected) <= matmul_tma.TOLERANCE["float16"]
+    assert len(inputs.launches) == 2
+    matmul_tma.run(second, inputs)
+    assert [key[3] for key in inputs.launches] == [tuple(first.items()), tuple(second.items())]
+    assert [key[2] for key in inputs.launches] == [id(inputs.out)] * 2  # the first output's launch was dropped
+    assert dataclasses.replace(inputs).launches == {}
 
 
 def test_inputs_have_no_split_k_workspace():

@@ -6,7 +6,7 @@ Reads top to bottom: kernel, config space and its resource model, inputs and ref
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -552,6 +552,9 @@ class MatmulInputs:
     b: torch.Tensor
     out: torch.Tensor
     workspace: torch.Tensor  # fp32 M x N, used only when SPLIT_K > 1
+    # Launches bound to these tensors, built on a config's first run and kept with them (`matmul_tma.run`'s): a
+    # kernel's host-side set-up is paid once, not on every call. A copy (dataclasses.replace) starts empty.
+    launches: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 def check_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:

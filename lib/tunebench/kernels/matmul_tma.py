@@ -6,7 +6,8 @@ tiles widened by half (WIDEN; see `tile_columns`) or lengthened by half (TALL; s
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import functools
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 import triton
@@ -39,6 +40,8 @@ DATASET_SHAPES = (
 SHAPE_SETS = {"default": DATASET_SHAPES}
 # A TMA descriptor's strides must be multiples of 16 bytes: 8 elements of a 2-byte dtype.
 TMA_ALIGNMENT = 8
+# Bound launches `run` keeps per inputs: a search's recent configs, not every config a sweep runs.
+LAUNCHES_KEPT = 64
 
 
 @triton.jit
@@ -285,16 +288,37 @@ def _descriptors(config: Mapping[str, Any], a: Any, b: Any, c: Any, shape: tuple
     return a_desc, a_extra_desc, b_desc, b_extra_desc, c_desc, c_extra_desc
 
 
-def run(config: Mapping[str, Any], inputs: matmul.MatmulInputs) -> torch.Tensor:
-    """Compute inputs.a @ inputs.b into inputs.out with one config."""
-    a, b, out = inputs.a, inputs.b, inputs.out
-    m, k = a.shape
-    n = b.shape[1]
+def _bound_launch(config: Mapping[str, Any], a: torch.Tensor, b: torch.Tensor,
+                  out: torch.Tensor) -> Callable[[], Any]:
+    """A launch of `config` on these tensors with its descriptors, grid and binary made once. On a GPU it calls the
+    compiled kernel straight, past the argument binding and cache lookup that Triton's launch repeats per call; on a
+    CPU it is the interpreter's launch with the same arguments."""
     if not (a.is_contiguous() and b.is_contiguous() and out.is_contiguous()):
         raise ValueError("matmul_tma takes contiguous row-major A, B and C")
-    matmul_tma_kernel[(programs(config, (m, n, k), sm_count(a.device)),)](
-        *_descriptors(config, a, b, out, (m, n, k)), m, n, k, **_launch_arguments(config))
-    return out
+    m, k = a.shape
+    n = b.shape[1]
+    arguments = _launch_arguments(config)
+    descriptors = _descriptors(config, a, b, out, (m, n, k))
+    grid = (programs(config, (m, n, k), sm_count(a.device)), 1, 1)
+    if a.device.type != "cuda":
+        return functools.partial(matmul_tma_kernel[grid], *descriptors, m, n, k, **arguments)
+    compiled = matmul_tma_kernel.warmup(*descriptors, m, n, k, grid=grid, **arguments)
+    values = dict(zip(matmul_tma_kernel.arg_names, (*descriptors, m, n, k)), **arguments)
+    return functools.partial(compiled[grid], *(values[name] for name in matmul_tma_kernel.arg_names))
+
+
+def run(config: Mapping[str, Any], inputs: matmul.MatmulInputs) -> torch.Tensor:
+    """Compute inputs.a @ inputs.b into inputs.out with one config. The launch is built on the config's first run on
+    these tensors and kept in `inputs.launches` (the LAUNCHES_KEPT latest)."""
+    key = (id(inputs.a), id(inputs.b), id(inputs.out), tuple(config.items()))
+    launch = inputs.launches.get(key)
+    if launch is None:
+        launch = _bound_launch(config, inputs.a, inputs.b, inputs.out)
+        if len(inputs.launches) >= LAUNCHES_KEPT:
+            del inputs.launches[next(iter(inputs.launches))]
+        inputs.launches[key] = launch  # it holds the tensors, so no other tensor can take their ids while it is kept
+    launch()
+    return inputs.out
 
 
 def compile_only(config: Mapping[str, Any], shape: tuple[int, ...], dtype: str) -> Any:
