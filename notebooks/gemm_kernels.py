@@ -128,11 +128,11 @@ plot_repeats_against_vendor(live_dir);
 
 # %% [markdown]
 # ## Helion 1.0.0 side by side at 4096^3
-# Helion 1.0.0 itself on H200s, most runs in one sitting (stops 65 and 66, `benchmarks/helion_side_by_side.py`): its
+# Helion 1.0.0 itself on H200s, most runs in one sitting (stops 65 to 67, `benchmarks/helion_side_by_side.py`): its
 # quick and full efforts with LFBOPatternSearch and LFBOTreeSearch (1.0.0's default) on Helion's own GEMM, each from
 # empty caches, beside quick LFBO and LFBO on the TMA GEMM. Each system is judged by its own timer in the figure; the
 # last column times every finished run's final config again beside cuBLAS in shuffled rounds by one timer (Helion's,
-# which counts the host's launch: the README's second shape, 256 x 11008 x 4096, shows where that matters).
+# the latest sitting; it counts the host's launch, which the README's second shape, 256 x 11008 x 4096, shows).
 # Runs stopped by a time limit count as not reaching what they had not reached.
 
 # %%
