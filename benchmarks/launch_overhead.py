@@ -76,6 +76,8 @@ def time_call(fn: Callable[[], Any]) -> dict[str, float]:
     import torch
     from helion.autotuner.benchmarking import do_bench
 
+    from helion_side_by_side import median_benchmark
+
     for _ in range(WARMUP_CALLS):
         fn()
     torch.cuda.synchronize()
@@ -97,9 +99,8 @@ def time_call(fn: Callable[[], Any]) -> dict[str, float]:
         fn()
     torch.cuda.synchronize()
     return {"host_us_per_call": float(np.median(host)),
-            "bench_ms": float(np.median([do_bench(fn, return_mode="median", rep=50) for _ in range(BENCH_REPEATS)])),
-            "bench_graph_ms": float(np.median([do_bench(graph.replay, return_mode="median", rep=50)
-                                               for _ in range(BENCH_REPEATS)]))}
+            "bench_ms": median_benchmark(do_bench, fn, BENCH_REPEATS),
+            "bench_graph_ms": median_benchmark(do_bench, graph.replay, BENCH_REPEATS)}
 
 
 def main() -> int:
@@ -108,7 +109,7 @@ def main() -> int:
     args = parser.parse_args()
     import torch
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # helion_matmul, beside this script
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # helion_matmul and helion_side_by_side, beside
     rows, notes = [], []
     for shape in SHAPES:
         calls, shape_notes = calls_of_shape(SIDE_BY_SIDE / shape)
