@@ -477,7 +477,7 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
   classifier learns which of two listed candidates is faster from the difference of their features and first-stage
   scores; a new shape's top {HEAD_SIZE} are re-ordered by their summed win probabilities. Its tree size
   ({" or ".join(str(leaves) for leaves in LEAF_CHOICES)} leaves) is chosen on the same partition; it is always on
-  (the README says why). No early stopping or tuning ever looks at the fold being scored.
+  (docs/config_prediction.md says why). No early stopping or tuning ever looks at the fold being scored.
   The chosen settings per fold are listed below.
 - **Training rows**: rows whose repeats spread over more than half their median ((max - min) / median > 0.5:
   {disturbed_share:.2%} of the rows, disturbed timings) get weight 0 in training. Rows slower than {SUBSAMPLE_BELOW:.0%} of
@@ -509,7 +509,7 @@ on {data.gpu} ({data.hardware.sm_count} SMs; {dataset.provenance.get('date', '?'
 CK Tile's numbers are theirs, on another GPU, dtype, kernel family and candidate set, under a protocol that early-
 stops on the scored fold; they are placed here for orientation, not as a like-for-like comparison. The table above
 judges picks by the recorded timings, which are the truth this protocol has: each is the median of up to 30 runs
-(see the README for the timing method and the dataset's spread). How far that truth can be trusted is measured in
+(see docs/measuring.md for the timing method and the dataset's spread). How far that truth can be trusted is measured in
 "Measurement ceiling" below. The "top k timed" rows are not pure prediction: they spend k measurements on the
 shape, as a dispatcher that times its shortlist once per new shape would.
 

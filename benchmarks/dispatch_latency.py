@@ -3,7 +3,7 @@ trained on, in several passes, alone in its process; writes results/config_predi
 
 Each shape's latency is the median of `protocol.DISPATCH_REPEATS` calls; a pass reports the median, 90th percentile
 and max over the shapes. The long benchmark (`config_prediction.py`) times the dispatcher once, in the middle of a run
-that may share the machine; this script is the quiet measurement that the README quotes.
+that may share the machine; this script is the quiet measurement that docs/config_prediction.md quotes.
 
 `--threads N` walks the trees in N threads (`Predictor.threads`; numpy and BLAS stay on one), after checking that
 every shape gets the same pick as with one; by default as many as `load_predictor` chooses for this host

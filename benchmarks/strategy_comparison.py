@@ -1,6 +1,6 @@
 """Replay every strategy on every task of the recorded GEMM, layer norm and softmax datasets and of the two Kernel
 Tuner caches, and write the comparison tables, over all tasks and per kernel, under results/strategy_comparison/
-(the README quotes them).
+(docs/strategies.md quotes them).
 
 Run: `.venv/bin/python benchmarks/strategy_comparison.py` (resumable: rerun after a kill to continue; runs that
 the trace table there already holds are not replayed again).

@@ -1,5 +1,5 @@
 """Summarize a recorded dataset as Markdown: valid configs and failure shares per shape, best Triton config
-against the vendor library per shape. The README quotes its output.
+against the vendor library per shape. The README and docs/ quote its output.
 
 Run: `.venv/bin/python benchmarks/summarize_dataset.py results/datasets/matmul_bfloat16_h100.parquet`
 (writes `results/<dataset name>_summary.md` and prints it).

@@ -132,7 +132,7 @@ plot_repeats_against_vendor(live_dir);
 # quick and full efforts with LFBOPatternSearch and LFBOTreeSearch (1.0.0's default) on Helion's own GEMM, each from
 # empty caches, beside quick LFBO and LFBO on the TMA GEMM. Each system is judged by its own timer in the figure; the
 # last column times every finished run's final config again beside cuBLAS in shuffled rounds by one timer (Helion's,
-# the latest sitting; it counts the host's launch, which the README's second shape, 256 x 11008 x 4096, shows).
+# the latest sitting; it counts the host's launch, which docs/tma_gemm.md's second shape, 256 x 11008 x 4096, shows).
 # Runs stopped by a time limit count as not reaching what they had not reached.
 
 # %%

@@ -26,7 +26,8 @@ TOLERANCE = matmul.TOLERANCE
 LAUNCH_PARAMETERS = ("PROGRAMS_PER_SM",)  # sizes the grid only (see `programs`)
 # wgmma reads both operands from shared memory, so a thread's registers can hold more accumulator than `matmul`'s
 # (limits.accumulator_registers_per_thread, 128). A widened 128 x 192 tile on 4 warps holds 192 and ran at 0.98x cuBLAS
-# on an H200 (README); every other tile's count is a power of two, so the higher limit adds widened and tall tiles alone.
+# on an H200 (docs/tma_gemm.md); every other tile's count is a power of two, so the higher limit adds widened and tall
+# tiles alone.
 ACCUMULATOR_REGISTERS_PER_THREAD = 192
 # Parameters added to the space after configs were recorded without them, and what such a config meant: every dataset
 # and plan before WIDEN's is of unwidened tiles, and every one before TALL's of tiles of BLOCK_M rows.
@@ -57,7 +58,8 @@ def _store_in_slices(c_desc, block, offset_m, offset_n, ROWS: tl.constexpr, COLU
 
 
 # The TMA descriptors of A, B and C are made on the host and passed by value: made on the device instead (by
-# `tl.make_tensor_descriptor`, in every program) they cost 2 % at 4096^3 and 9 % at 2048^3 on an H200 (README).
+# `tl.make_tensor_descriptor`, in every program) they cost 2 % at 4096^3 and 9 % at 2048^3 on an H200
+# (docs/tma_gemm.md).
 # Every program walks output tiles start, start + programs, ... (one tile each when a program per tile is launched,
 # several when PROGRAMS_PER_SM caps the grid: a persistent kernel). With WARP_SPECIALIZE the compiler splits the
 # walk into producer warps that issue the TMA loads and consumer warps that run the tensor-core dots; FLATTEN lets it
@@ -67,8 +69,8 @@ def _store_in_slices(c_desc, block, offset_m, offset_n, ROWS: tl.constexpr, COLU
 # blocks cannot express in one (M x N = 768 x 4096 makes 6 x 22 = 132 tiles of 128 x 192, one per H200 SM, where
 # 128 x 256 makes 96 and 128 x 128 makes 192). A widened tile is stored in three slices of BLOCK_N / 2. TALL adds a
 # second row block of BLOCK_M / 2 below the first instead, with a dot of its own on the same B tile: 192 x 128 is the
-# tile cuBLAS runs at 768 x 4096 x 14336 (4 x 32 = 128 tiles), where it ran at 1.01x cuBLAS on an H200 (README). Its
-# extra rows are stored in the same column slices as the first block's.
+# tile cuBLAS runs at 768 x 4096 x 14336 (4 x 32 = 128 tiles), where it ran at 1.01x cuBLAS on an H200
+# (docs/tma_gemm.md). Its extra rows are stored in the same column slices as the first block's.
 @triton.jit(do_not_specialize=["M"])
 def matmul_tma_kernel(
     a_desc, a_extra_desc, b_desc, b_extra_desc, c_desc, c_extra_desc,

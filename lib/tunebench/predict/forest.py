@@ -25,7 +25,7 @@ PART_GROUPS = {threads: [np.arange(first, PARTS, threads) for first in range(thr
 EVERY_PART = PART_GROUPS[1][0]
 # `load_predictor`'s default walks in PARTS threads on a host with at least this many usable cores, else in one: on
 # the H100 machine's 16-core VM four threads left 6 of 1,513 shapes over 1 ms, one thread 147 to 628; on a smaller
-# host the pool would take cores from the application that asks (README, "Dispatcher latency")
+# host the pool would take cores from the application that asks (docs/config_prediction.md, "Dispatcher")
 MANY_CORES = 8
 _pool: ThreadPoolExecutor | None = None
 _pool_pid = 0
