@@ -1,11 +1,12 @@
-"""Host time per call of `matmul_tma.run` against Triton's own launch, cuBLAS and Helion's final kernels, and what each
-call takes by Helion's benchmark function with and without a CUDA graph, at the side-by-side shapes.
+"""Host time per call of `matmul_tma.run` and `matmul.run` against Triton's own launch, cuBLAS and Helion's final
+kernels, and what each call takes by Helion's benchmark function with and without a CUDA graph.
 
 On a GPU machine, with Helion's wheels on the path (`results/helion_side_by_side/4096x4096x4096/README.md` says how):
 `python3 benchmarks/launch_overhead.py --out results/launch_overhead` times, for each shape folder in
 `results/helion_side_by_side`, cuBLAS, each seed-0 tunebench run's final config launched two ways (`jit`: descriptors,
 grid and Triton's JIT launch made on every call, as `run` did before its launches were bound; `bound`: `run`) and each
-finished seed-0 Helion run's config, into `OUT/<gpu>.csv`, and writes `OUT/<gpu>.md`.
+finished seed-0 Helion run's config; then, for the pointer GEMM at small-M shapes of the H100 GEMM dataset, cuBLAS and
+the dataset's best config launched both ways; into `OUT/<gpu>.csv`, and writes `OUT/<gpu>.md`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from tunebench.tables import markdown_table
 
 SIDE_BY_SIDE = Path("results/helion_side_by_side")
 SHAPES = ("256x11008x4096", "4096x4096x4096")
+POINTER_DATASET = Path("results/datasets/matmul_bfloat16_h100.parquet")
+POINTER_SHAPES = ((1, 4096, 4096), (16, 5120, 5120), (32, 11008, 4096), (256, 14336, 4096))  # 20 to 60 us GEMMs
 WARMUP_CALLS = 20
 HOST_CALLS = 100  # calls per host timing, queued behind a GPU spin long enough that none waits for the GPU
 HOST_REPEATS = 5
@@ -70,6 +73,41 @@ def calls_of_shape(folder: Path) -> tuple[dict[str, Callable[[], Any]], list[str
     return calls, notes
 
 
+def pointer_calls(shape: tuple[int, int, int]) -> tuple[dict[str, Callable[[], Any]], list[str]]:
+    """The calls to time for the pointer GEMM at one shape: cuBLAS and the dataset's best config, launched as `run` did
+    before its launches were bound (`jit`) and by `run` (`bound`); and the relative error of each launch."""
+    import torch
+
+    from tunebench.kernels import matmul
+    from tunebench.study import open_dataset
+
+    config = open_dataset(POINTER_DATASET).best_config(shape)
+    inputs = matmul.make_inputs(shape, "bfloat16", seed=0)
+    a, b, c, workspace = inputs.a, inputs.b, inputs.out, inputs.workspace
+    m, n, k = shape
+    target = c if config["SPLIT_K"] == 1 else workspace
+
+    def jit() -> None:
+        if config["SPLIT_K"] > 1:
+            target.zero_()
+        matmul.matmul_kernel[matmul.grid(config, shape)](
+            a, b, target, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), target.stride(0),
+            target.stride(1), **matmul._launch_arguments(config, matmul.alignment(k), matmul.alignment(n)))
+        if config["SPLIT_K"] > 1:
+            c.copy_(target)
+
+    name = "best " + ",".join(f"{value}" for value in config.values())
+    calls: dict[str, Callable[[], Any]] = {"cublas": lambda: torch.matmul(a, b),
+                                          f"{name}:jit": jit, f"{name}:bound": lambda: matmul.run(config, inputs)}
+    notes = []
+    for way in ("jit", "bound"):
+        c.zero_()
+        calls[f"{name}:{way}"]()
+        notes.append(f"{'x'.join(map(str, shape))} matmul {way}: relative error "
+                     f"{matmul.relative_error(c, torch.matmul(a, b)):.1e} against torch.matmul")
+    return calls, notes
+
+
 def time_call(fn: Callable[[], Any]) -> dict[str, float]:
     """Host microseconds per call (median of HOST_REPEATS), and Helion's benchmark of the call and of a CUDA graph of
     it (median of BENCH_REPEATS, each the median of 50 ms of repetitions)."""
@@ -111,11 +149,14 @@ def main() -> int:
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # helion_matmul and helion_side_by_side, beside
     rows, notes = [], []
-    for shape in SHAPES:
-        calls, shape_notes = calls_of_shape(SIDE_BY_SIDE / shape)
+    cases = [("matmul_tma", shape, lambda shape=shape: calls_of_shape(SIDE_BY_SIDE / shape)) for shape in SHAPES]
+    cases += [("matmul", "x".join(map(str, shape)), lambda shape=shape: pointer_calls(shape))
+              for shape in POINTER_SHAPES]
+    for kernel, shape, make_calls in cases:
+        calls, shape_notes = make_calls()
         notes += shape_notes
         for name, fn in calls.items():
-            rows.append({"shape": shape, "call": name, **time_call(fn)})
+            rows.append({"kernel": kernel, "shape": shape, "call": name, **time_call(fn)})
             print(rows[-1], flush=True)
     gpu = torch.cuda.get_device_name()
     frame = pd.DataFrame(rows).assign(gpu=gpu)

@@ -13,3 +13,13 @@ class LaunchRecorder:
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.calls.setdefault("launch", (args, kwargs))
+
+
+def compile_and_launch(monkeypatch, module, kernel_name: str, config: dict, shape: tuple, dtype: str = "float16"):
+    """`module.compile_only` then `module.run` of `config` at `shape` (CPU inputs) with `module.<kernel_name>` replaced
+    by a recorder: the (args, keyword args) that warmup and the launch were given, in that order."""
+    recorder = LaunchRecorder()
+    monkeypatch.setattr(module, kernel_name, recorder)
+    module.compile_only(config, shape, dtype)
+    module.run(config, module.make_inputs(shape, dtype, "cpu"))
+    return recorder.calls["warmup"], recorder.calls["launch"]

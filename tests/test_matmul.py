@@ -1,9 +1,12 @@
 """The GEMM kernel: its resource model and space, and its numerics under the interpreter (CPU) or on a GPU."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
+from launch_recorder import compile_and_launch
 from tunebench.kernels import get_kernel
 from tunebench.kernels import matmul
 
@@ -108,9 +111,51 @@ def test_interpreter_matches_reference_on_odd_shapes(shape):
 @pytest.mark.parametrize("dtype", matmul.DTYPES)
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (77, 5000, 3000), (129, 160, 4100), (33, 1002, 514), (8, 777, 999)])
 def test_gpu_matches_reference(dtype, shape):
-    for config in _sample_configs(4, seed=sum(shape)):
-        inputs = matmul.make_inputs(shape, dtype, "cuda", seed=4)
+    inputs = matmul.make_inputs(shape, dtype, "cuda", seed=4)
+    expected = matmul.reference(inputs)
+    configs = _sample_configs(4, seed=sum(shape))
+    for config in configs:
+        for _ in range(2):  # the second run calls the launch the first one bound
+            inputs.out.fill_(float("nan"))
+            error = matmul.relative_error(matmul.run(config, inputs), expected)
+            assert error <= matmul.TOLERANCE[dtype], (config, error)
+    assert len(inputs.launches) == len({tuple(config.items()) for config in configs})
+
+
+SPLIT = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 1, "SPLIT_K": 2, "num_warps": 4, "num_stages": 2}
+WHOLE = {**SPLIT, "SPLIT_K": 1}
+
+
+def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
+    """compile_only must compile the binary that run launches: pointers of the same dtypes (the split-K workspace's
+    fp32), the same integers and the same options, alignment hints included."""
+    shape = (5, 40, 52)  # N hinted 8, K hinted 4
+    for config in (WHOLE, SPLIT):
+        (warm_args, warm_options), (launch_args, launch_options) = compile_and_launch(
+            monkeypatch, matmul, "matmul_kernel", config, shape)
+        assert warm_options == launch_options
+        assert launch_options["ALIGN_N"] == 8 and launch_options["ALIGN_K"] == 4
+        assert list(warm_args[:3]) == [arg.dtype for arg in launch_args[:3]]
+        assert launch_args[2].dtype == (torch.float16 if config["SPLIT_K"] == 1 else torch.float32)
+        assert list(warm_args[3:]) == list(launch_args[3:])
+
+
+def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
+    """A config's launch is built on its first run on these tensors and reused; a new workspace, another config or a
+    copy of the inputs get one of their own, and only the LAUNCHES_KEPT latest are kept."""
+    monkeypatch.setattr(matmul, "LAUNCHES_KEPT", 2)
+    inputs = matmul.make_inputs((19, 50, 45), "float16", "cpu", seed=1)
+    expected = matmul.reference(inputs)
+    for _ in range(2):
         inputs.out.fill_(float("nan"))
-        output = matmul.run(config, inputs)
-        error = matmul.relative_error(output, matmul.reference(inputs))
-        assert error <= matmul.TOLERANCE[dtype], (config, error)
+        inputs.workspace.fill_(float("nan"))  # split-K zeroes it before every launch
+        assert matmul.relative_error(matmul.run(SPLIT, inputs), expected) <= matmul.TOLERANCE["float16"]
+    assert len(inputs.launches) == 1
+    inputs.workspace = torch.empty_like(inputs.workspace)
+    assert matmul.relative_error(matmul.run(SPLIT, inputs), expected) <= matmul.TOLERANCE["float16"]
+    assert len(inputs.launches) == 2
+    inputs.out.fill_(float("nan"))
+    assert matmul.relative_error(matmul.run(WHOLE, inputs), expected) <= matmul.TOLERANCE["float16"]
+    assert [key[-1] for key in inputs.launches] == [tuple(SPLIT.items()), tuple(WHOLE.items())]
+    assert [key[3] for key in inputs.launches] == [id(inputs.workspace)] * 2  # the first workspace's was dropped
+    assert dataclasses.replace(inputs).launches == {}

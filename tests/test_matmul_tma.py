@@ -13,7 +13,7 @@ import torch
 
 from tunebench.kernels import get_kernel, launch_parameters, matmul, matmul_tma
 
-from launch_recorder import LaunchRecorder
+from launch_recorder import compile_and_launch
 
 LIB = Path(__file__).resolve().parents[1] / "lib"
 SPACE = matmul_tma.config_space()
@@ -113,11 +113,8 @@ def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
     blocks, the same integers and the same options."""
     shape = (37, 72, 56)
     for config, extra_block in ((BIG, [64, 256]), (WIDE, [64, 64]), (TALL, [64, 128])):  # B's own again unless WIDE
-        recorder = LaunchRecorder()
-        monkeypatch.setattr(matmul_tma, "matmul_tma_kernel", recorder)
-        matmul_tma.compile_only(config, shape, "float16")
-        matmul_tma.run(config, matmul_tma.make_inputs(shape, "float16", "cpu"))
-        (warm_args, warm_options), (launch_args, launch_options) = recorder.calls["warmup"], recorder.calls["launch"]
+        (warm_args, warm_options), (launch_args, launch_options) = compile_and_launch(
+            monkeypatch, matmul_tma, "matmul_tma_kernel", config, shape)
         assert warm_options == launch_options
         assert [_descriptor_fields(arg) for arg in warm_args] == [_descriptor_fields(arg) for arg in launch_args]
         assert _descriptor_fields(launch_args[3]) == (torch.float16, [56, 72], [72, 1], extra_block)
@@ -132,7 +129,7 @@ def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
 def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
     """A config's launch is built on its first run on these tensors and reused; new tensors, another config or a copy
     of the inputs get one of their own, and only the LAUNCHES_KEPT latest are kept."""
-    monkeypatch.setattr(matmul_tma, "LAUNCHES_KEPT", 2)
+    monkeypatch.setattr(matmul, "LAUNCHES_KEPT", 2)
     inputs = matmul_tma.make_inputs((37, 72, 56), "float16", "cpu", seed=1)
     expected = matmul_tma.reference(inputs)
     first, second = _small_configs(2, seed=1)
@@ -144,7 +141,7 @@ def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
     assert matmul_tma.relative_error(matmul_tma.run(first, inputs), expected) <= matmul_tma.TOLERANCE["float16"]
     assert len(inputs.launches) == 2
     matmul_tma.run(second, inputs)
-    assert [key[3] for key in inputs.launches] == [tuple(first.items()), tuple(second.items())]
+    assert [key[-1] for key in inputs.launches] == [tuple(first.items()), tuple(second.items())]
     assert [key[2] for key in inputs.launches] == [id(inputs.out)] * 2  # the first output's launch was dropped
     assert dataclasses.replace(inputs).launches == {}
 

@@ -5,9 +5,10 @@ Reads top to bottom: kernel, config space and its resource model, inputs and ref
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -22,6 +23,8 @@ SHAPE_NAMES = ("M", "N", "K")
 DTYPES = ("bfloat16", "float16")
 VENDOR_LIBRARY = "torch.matmul (cuBLAS)"
 LAUNCH_PARAMETERS: tuple[str, ...] = ()  # every parameter is a constexpr or a compile option (SPLIT_K both)
+# Bound launches `run` keeps per inputs (`bound_launch`): a search's recent configs, not every config a sweep runs.
+LAUNCHES_KEPT = 64
 # The recorded dataset's shapes. N and K come from real models: 4096 and 14336 (Llama-3-8B hidden and MLP),
 # 11008 (Llama-2-7B MLP), 5120 (Llama-2-13B hidden). M spans decode (1 to 32 tokens) to prefill and
 # training batches (up to 8192); the last two are not multiples of 16 (padded-to-8 sizes).
@@ -552,9 +555,23 @@ class MatmulInputs:
     b: torch.Tensor
     out: torch.Tensor
     workspace: torch.Tensor  # fp32 M x N, used only when SPLIT_K > 1
-    # Launches bound to these tensors, built on a config's first run and kept with them (`matmul_tma.run`'s): a
+    # Launches bound to these tensors, built on a config's first run and kept with them (`bound_launch`): a
     # kernel's host-side set-up is paid once, not on every call. A copy (dataclasses.replace) starts empty.
     launches: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+
+def bound_launch(inputs: MatmulInputs, config: Mapping[str, Any], build: Callable[[], Callable[[], Any]]
+                 ) -> Callable[[], Any]:
+    """The launch of `config` on `inputs`' tensors: `build()`'s on the config's first run on them, kept in
+    `inputs.launches` (the LAUNCHES_KEPT latest) and reused while the tensors stay the same objects."""
+    key = (id(inputs.a), id(inputs.b), id(inputs.out), id(inputs.workspace), tuple(config.items()))
+    launch = inputs.launches.get(key)
+    if launch is None:
+        launch = build()
+        if len(inputs.launches) >= LAUNCHES_KEPT:
+            del inputs.launches[next(iter(inputs.launches))]
+        inputs.launches[key] = launch  # it holds the tensors it writes, so none of those ids is reused while kept
+    return launch
 
 
 def check_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -640,22 +657,36 @@ def _launch_arguments(config: Mapping[str, Any], align_k: int, align_n: int) -> 
     }
 
 
-def run(config: Mapping[str, Any], inputs: MatmulInputs) -> torch.Tensor:
-    """Compute inputs.a @ inputs.b into inputs.out with one config; split-K zeroes and casts its workspace."""
-    a, b, out = inputs.a, inputs.b, inputs.out
+def _bound_launch(config: Mapping[str, Any], a: torch.Tensor, b: torch.Tensor,
+                  target: torch.Tensor) -> Callable[[], Any]:
+    """A launch of `config` on these tensors with its arguments, grid and binary made once. On a GPU it calls the
+    compiled kernel straight, past the argument binding and cache lookup that Triton's launch repeats per call; on a
+    CPU it is the interpreter's launch with the same arguments."""
     m, k = a.shape
     n = b.shape[1]
-    target = out if config["SPLIT_K"] == 1 else inputs.workspace
-    if config["SPLIT_K"] > 1:
+    arguments = (a, b, target, m, n, k,
+                 a.stride(0), a.stride(1), b.stride(0), b.stride(1), target.stride(0), target.stride(1))
+    options = _launch_arguments(config, alignment(k, a.stride(0)), alignment(n, b.stride(0), target.stride(0)))
+    launch_grid = (*grid(config, (m, n, k)), 1)
+    if a.device.type != "cuda":
+        return functools.partial(matmul_kernel[launch_grid], *arguments, **options)
+    compiled = matmul_kernel.warmup(*arguments, grid=launch_grid, **options)
+    values = dict(zip(matmul_kernel.arg_names, arguments), **options)
+    return functools.partial(compiled[launch_grid], *(values[name] for name in matmul_kernel.arg_names))
+
+
+def run(config: Mapping[str, Any], inputs: MatmulInputs) -> torch.Tensor:
+    """Compute inputs.a @ inputs.b into inputs.out with one config; split-K zeroes and casts its workspace. The
+    launch is built on the config's first run on these tensors and kept (`bound_launch`)."""
+    split = config["SPLIT_K"] > 1
+    target = inputs.workspace if split else inputs.out
+    launch = bound_launch(inputs, config, lambda: _bound_launch(config, inputs.a, inputs.b, target))
+    if split:
         target.zero_()
-    matmul_kernel[grid(config, (m, n, k))](
-        a, b, target, m, n, k,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), target.stride(0), target.stride(1),
-        **_launch_arguments(config, alignment(k, a.stride(0)), alignment(n, b.stride(0), target.stride(0))),
-    )
-    if config["SPLIT_K"] > 1:
-        out.copy_(target)
-    return out
+    launch()
+    if split:
+        inputs.out.copy_(target)
+    return inputs.out
 
 
 def run_vendor(inputs: MatmulInputs) -> torch.Tensor:

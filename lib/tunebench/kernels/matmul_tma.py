@@ -41,8 +41,6 @@ DATASET_SHAPES = (
 SHAPE_SETS = {"default": DATASET_SHAPES}
 # A TMA descriptor's strides must be multiples of 16 bytes: 8 elements of a 2-byte dtype.
 TMA_ALIGNMENT = 8
-# Bound launches `run` keeps per inputs: a search's recent configs, not every config a sweep runs.
-LAUNCHES_KEPT = 64
 
 
 @triton.jit
@@ -311,15 +309,8 @@ def _bound_launch(config: Mapping[str, Any], a: torch.Tensor, b: torch.Tensor,
 
 def run(config: Mapping[str, Any], inputs: matmul.MatmulInputs) -> torch.Tensor:
     """Compute inputs.a @ inputs.b into inputs.out with one config. The launch is built on the config's first run on
-    these tensors and kept in `inputs.launches` (the LAUNCHES_KEPT latest)."""
-    key = (id(inputs.a), id(inputs.b), id(inputs.out), tuple(config.items()))
-    launch = inputs.launches.get(key)
-    if launch is None:
-        launch = _bound_launch(config, inputs.a, inputs.b, inputs.out)
-        if len(inputs.launches) >= LAUNCHES_KEPT:
-            del inputs.launches[next(iter(inputs.launches))]
-        inputs.launches[key] = launch  # it holds the tensors, so no other tensor can take their ids while it is kept
-    launch()
+    these tensors and kept (`matmul.bound_launch`)."""
+    matmul.bound_launch(inputs, config, lambda: _bound_launch(config, inputs.a, inputs.b, inputs.out))()
     return inputs.out
 
 
