@@ -10,7 +10,8 @@ On a GPU machine, with Helion's wheels on the path (`build/helion_site`;
   the wall seconds, the config and its error against torch.matmul. A run killed by a time limit keeps its trace.
 - `python3 benchmarks/helion_side_by_side.py rounds --out D --ours T1.parquet ...` times, in one process and by
   Helion's benchmark function, cuBLAS, each finished Helion run's config and each tunebench trace's best config
-  (`live_search.py --kernel matmul_tma` traces) in shuffled rounds, into the next free `D/rounds_<n>.csv`.
+  (`live_search.py` traces of the TMA GEMM or the pointer GEMM) in shuffled rounds, into the next free
+  `D/rounds_<n>.csv`.
 Anywhere: `.venv/bin/python benchmarks/helion_side_by_side.py summarize --out D --ours T1.parquet ...` writes
 `D/summary.md`.
 """
@@ -119,7 +120,7 @@ def time_rounds(out: Path, traces: Sequence[Path], seed: int) -> pd.DataFrame:
     from helion.autotuner.benchmarking import do_bench
 
     from helion_matmul import helion_matmul
-    from tunebench.kernels import matmul_tma
+    from tunebench.kernels import matmul, matmul_tma
     from tunebench.redrive import config_of_key_text
 
     finished = [run for run in helion_runs(out) if run["finished"]]
@@ -127,17 +128,20 @@ def time_rounds(out: Path, traces: Sequence[Path], seed: int) -> pd.DataFrame:
     if len(shapes) != 1:
         raise ValueError(f"the finished Helion runs in {out} are of shapes {sorted(shapes)}; rounds need exactly one")
     shape = shapes.pop()
-    inputs = matmul_tma.make_inputs(shape, "bfloat16", seed=seed)
-    x, y = inputs.a, inputs.b
+    kernels = {"matmul_tma": matmul_tma, "matmul": matmul}
+    ours = our_runs(traces)
+    inputs = {name: kernels[name].make_inputs(shape, "bfloat16", seed=seed)
+              for name in {"matmul", *(run["kernel"] for run in ours)}}  # one seed: equal operands for each kernel
+    x, y = inputs["matmul"].a, inputs["matmul"].b
     calls = {"cublas": lambda: torch.matmul(x, y)}
     for run in finished:
         bound = helion_matmul("quick").bind((x, y))
         bound.set_config(helion.Config.from_json(run["config"]))
         calls[run["run"]] = lambda bound=bound: bound(x, y)
-    space = matmul_tma.config_space()
-    for run in our_runs(traces):
-        config = config_of_key_text(space, run["config_key"])
-        calls[run["run"]] = lambda config=config: matmul_tma.run(config, inputs)
+    for run in ours:
+        kernel = kernels[run["kernel"]]
+        config = config_of_key_text(kernel.config_space(), run["config_key"])
+        calls[run["run"]] = lambda kernel=kernel, config=config, given=inputs[run["kernel"]]: kernel.run(config, given)
     for call in calls.values():
         call()
     rng = np.random.default_rng(seed)

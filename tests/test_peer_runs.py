@@ -114,3 +114,22 @@ def test_recorded_runs_at_a_second_shape():
     assert not any(run["finished"] for run in peer_runs.helion_runs(folder) if "_full_" in run["run"])
     before = peer_runs.rounds_table(pd.read_csv(folder / "rounds_1.csv")).set_index("run")["vs cuBLAS"]
     assert before[[f"tunebench_lfbo_seed{seed}" for seed in range(3)]].median() == 0.514
+
+
+def write_trace(path: Path, strategy: str, latencies: list[float]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"strategy": strategy, "time_s": [1.0 + index for index in range(len(latencies))],
+                  "setup_s": 0.5, "status": "ok", "latency_ms": latencies, "vendor_ms": 0.2,
+                  "config_key": [f"key{index}" for index in range(len(latencies))]}).to_parquet(path)
+
+
+def test_our_runs_name_the_kernel_their_trace_searched(tmp_path):
+    """A trace's kernel comes from its file name; the pointer GEMM's runs say so, so they never share a TMA run's name
+    in one seed's folder."""
+    write_trace(tmp_path / "seed0" / "h200_matmul_tma_bfloat16_32x4096x4096.parquet", "lfbo", [0.3, 0.25])
+    write_trace(tmp_path / "seed0" / "h200_bfloat16_32x4096x4096.parquet", "lfbo", [0.4, 0.5])
+    tma, pointer = peer_runs.our_runs(sorted(tmp_path.glob("seed0/*.parquet"), reverse=True))
+    assert (tma["run"], tma["kernel"], tma["config_key"]) == ("tunebench_lfbo_seed0", "matmul_tma", "key1")
+    assert (pointer["run"], pointer["kernel"]) == ("tunebench_matmul_lfbo_seed0", "matmul")
+    assert pointer["config_key"] == "key0"
+    assert pointer["trace"].time_s.tolist() == [1.5, 2.5]

@@ -37,17 +37,25 @@ def helion_runs(out: Path) -> list[dict[str, Any]]:
     return runs
 
 
+def trace_kernel(path: Path) -> str:
+    """The GEMM a `live_search.py` trace searched, from its file name (`<gpu>_<kernel>_<dtype>_<shape>`, the kernel
+    left out for the pointer GEMM): "matmul_tma" or "matmul"."""
+    return "matmul_tma" if "_matmul_tma_" in f"_{path.stem}_" else "matmul"
+
+
 def our_runs(traces: Sequence[Path]) -> list[dict[str, Any]]:
-    """Each strategy's run in each `live_search.py` trace: its seed (from the folder), trace, cuBLAS, best config.
-    Seconds count from starting the bench's workers: a trace's time_s counts from the first ask, its setup_s before
-    that."""
+    """Each strategy's run in each `live_search.py` trace: its seed (from the folder), kernel, trace, cuBLAS, best
+    config. Seconds count from starting the bench's workers: a trace's time_s counts from the first ask, its setup_s
+    before that. A pointer-GEMM run's name says so ("tunebench_matmul_<strategy>_<seed>"); the TMA GEMM's do not."""
     runs = []
     for path in traces:
         frame = pd.read_parquet(path)
+        kernel = trace_kernel(path)
+        prefix = "tunebench_" if kernel == "matmul_tma" else f"tunebench_{kernel}_"
         for strategy, trace in frame.groupby("strategy", sort=False):
             seconds = trace.time_s + trace.setup_s
             ok = trace.status == "ok"
-            runs.append({"run": f"tunebench_{strategy}_{path.parent.name}", "strategy": strategy,
+            runs.append({"run": f"{prefix}{strategy}_{path.parent.name}", "strategy": strategy, "kernel": kernel,
                          "cublas_ms": float(trace.vendor_ms.iloc[0]),
                          "trace": pd.DataFrame({"time_s": seconds[ok].to_numpy(),
                                                 "ms": trace.latency_ms[ok].to_numpy()}),
