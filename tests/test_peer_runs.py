@@ -117,20 +117,23 @@ def test_recorded_runs_at_a_second_shape():
 
 
 def test_recorded_runs_at_a_decode_shape():
-    """At 32 x 28672 x 8192 our pointer GEMM's finals run above cuBLAS by Helion's timer in both rounds, and lead every
-    Helion run; Helion's full run finished without reaching cuBLAS by its own timer."""
+    """At 32 x 28672 x 8192 our pointer GEMM's finals run above cuBLAS by Helion's timer in all three rounds, and lead
+    every finished Helion run; Helion's finished full run ended short of cuBLAS by its own timer, the other was cut."""
     folder = SIDE_BY_SIDE.parent / "32x28672x8192"
     table = side_by_side_table(folder).set_index("arm")
     assert list(table.index) == ["helion_full_LFBOPatternSearch", "helion_quick_LFBOPatternSearch",
                                  "tunebench_matmul_lfbo_quick", "tunebench_matmul_lfbo"]
     assert table.loc["tunebench_matmul_lfbo", "median s to 1.0x"] == 8.5
     assert table.loc["helion_full_LFBOPatternSearch", "median s to 1.0x"] == "never"
-    assert table.loc["helion_full_LFBOPatternSearch", "median last result (s)"] == 170.4
+    assert table.loc["helion_full_LFBOPatternSearch", "runs"] == 2
+    finished = {run["run"]: run["finished"] for run in peer_runs.helion_runs(folder) if "_full_" in run["run"]}
+    assert finished == {"helion_full_LFBOPatternSearch_seed0": True, "helion_full_LFBOPatternSearch_seed1": False}
     for rounds in peer_runs.rounds_files(folder):
         speed = peer_runs.rounds_table(pd.read_csv(rounds)).set_index("run")["vs cuBLAS"]
         ours = speed[speed.index.str.startswith("tunebench_matmul_")]
         theirs = speed[speed.index.str.startswith("helion_")]
         assert len(ours) == 6 and ours.min() > 1.0 and ours.min() > theirs.max()
+    assert len(peer_runs.rounds_files(folder)) == 3
 
 
 def write_trace(path: Path, strategy: str, latencies: list[float]) -> None:
