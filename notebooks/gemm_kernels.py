@@ -27,8 +27,9 @@
 import tempfile
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 
 from tunebench.dataset_summary import provenance_line
 from tunebench.gemm_kernels import (
@@ -56,7 +57,8 @@ replay_workers = 2
 replay_clock = "sequential"  # or "pipelined": compiles overlap timing, as the live bench does ("Replay against live")
 replay_startup_s = 0.0  # seconds before the first batch a live run pays (H200: 10.86 s spawned, about 2 s forked)
 rounds = "results/matmul_tma/rounds_h200.csv"  # benchmarks/tma_rounds.py's re-timing of the sweep's top configs
-helion = "results/helion_side_by_side/4096x4096x4096"  # benchmarks/helion_side_by_side.py's runs of Helion and ours
+helion = ["results/helion_side_by_side/4096x4096x4096", "results/helion_side_by_side/256x11008x4096",
+          "results/helion_side_by_side/32x28672x8192"]  # benchmarks/helion_side_by_side.py's runs, a folder per shape
 
 # %%
 path = resolve_dataset(dataset)
@@ -127,17 +129,22 @@ display(table_style(repeats_table(live_dir)))
 plot_repeats_against_vendor(live_dir);
 
 # %% [markdown]
-# ## Helion 1.0.0 side by side at 4096^3
-# Helion 1.0.0 itself on H200s, most runs in one sitting (stops 65 to 67, `benchmarks/helion_side_by_side.py`): its
-# quick and full efforts with LFBOPatternSearch and LFBOTreeSearch (1.0.0's default) on Helion's own GEMM, each from
-# empty caches, beside quick LFBO and LFBO on the TMA GEMM. Each system is judged by its own timer in the figure; the
-# last column times every finished run's final config again beside cuBLAS in shuffled rounds by one timer (Helion's,
-# the latest sitting; it counts the host's launch, which docs/tma_gemm.md's second shape, 256 x 11008 x 4096, shows).
-# Runs stopped by a time limit count as not reaching what they had not reached.
+# ## Helion 1.0.0 side by side
+# Helion 1.0.0 itself on H200s (stops 65 to 68, `benchmarks/helion_side_by_side.py`), a shape per folder: its quick
+# and full efforts with LFBOPatternSearch (and at 4096^3 LFBOTreeSearch, 1.0.0's default) on Helion's own GEMM, each
+# from empty caches, beside quick LFBO and LFBO on the TMA GEMM (`tunebench_*`) or, at the decode-sized 32 x 28672 x
+# 8192, on the pointer GEMM (`tunebench_matmul_*`). Each system is judged by its own timer in the figures; the last
+# column times every finished run's final config again beside cuBLAS in shuffled rounds by one timer (Helion's, the
+# folder's latest sitting; it counts the host's launch, which docs/tma_gemm.md's 256 x 11008 x 4096 section shows).
+# Runs stopped by a time limit count as not reaching what they had not reached, and have no final config to time.
 
 # %%
-display(table_style(side_by_side_table(repo_path(helion))))
-plot_side_by_side(repo_path(helion));
+for folder in map(repo_path, helion):
+    display(Markdown(f"### {folder.name}"))
+    display(table_style(side_by_side_table(folder)))
+    figure = plot_side_by_side(folder)
+    display(figure)  # here, beside its table, rather than with the others when the cell ends
+    plt.close(figure)
 
 # %% [markdown]
 # ## Replay against live
