@@ -73,23 +73,27 @@ def _tile_kernel(out_ptr, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_pt
     offs_k = tl.program_id(0) * BLOCK_K + tl.arange(0, BLOCK_K)
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     tile = reconstruct.weight_tile(
-        offs_k, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
-        tl.load(palette_ptr), tl.load(palette_ptr + 1), tl.load(palette_ptr + 2), tl.load(palette_ptr + 3), SOURCE)
+        tl.program_id(0) * BLOCK_K, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
+        tl.load(palette_ptr), tl.load(palette_ptr + 1), tl.load(palette_ptr + 2), tl.load(palette_ptr + 3), SOURCE,
+        BLOCK_K, BLOCK_N)
     tl.store(out_ptr + offs_k[:, None] * N + offs_n[None, :], tile.to(tl.int16, bitcast=True),
-             mask=(offs_k[:, None] < K) & (offs_n[None, :] < N))
+             mask=offs_n[None, :] < N)  # rows past K too: the tiles' whole height
 
 
 def rebuilt_tiles(bits, source, device, block_k=64, block_n=64):
-    """W as the matmul's main loop rebuilds it, tile by tile, through the matmul's own `weight_tile`."""
+    """W as the matmul's main loop rebuilds it, tile by tile, through the matmul's own `weight_tile`; the tiles' rows
+    past K must be +0 (the matmul multiplies them by x's zero padding, and inf or NaN times 0 is NaN)."""
     tensors = to_device(compact.compress(bits, SMALL), device)
     exponents = torch.from_numpy(format.split_bits(bits)[0]).to(device)
-    out = torch.full(bits.shape, -1, dtype=torch.int16, device=device)
-    source_id = reconstruct.SOURCES.index(source)
     grid = (triton.cdiv(bits.shape[0], block_k), triton.cdiv(bits.shape[1], block_n))
+    out = torch.full((grid[0] * block_k, bits.shape[1]), -1, dtype=torch.int16, device=device)
+    source_id = reconstruct.SOURCES.index(source)
     _tile_kernel[grid](out, tensors.sign_mantissa, tensors.sign_mantissa, exponents, tensors.codes,
                        tensors.verbatim_flags, tensors.palette_words, *bits.shape,
                        SOURCE=source_id, BLOCK_K=block_k, BLOCK_N=block_n)
-    return out.cpu().numpy().view(np.uint16)
+    rows = out.cpu().numpy().view(np.uint16)
+    assert not rows[bits.shape[0]:].any()
+    return rows[:bits.shape[0]]
 
 
 def main_loop_weights(bits, source):
@@ -105,10 +109,12 @@ def main_loop_weights(bits, source):
 @CPU_ONLY
 @pytest.mark.parametrize("source", ["exponents", "palette"])
 @pytest.mark.parametrize("make_bits, shape", [(weights_with_outliers, (200, 96)), (random_bits, (70, 50)),
-                                              (weights_with_outliers, (5, 3))])
-def test_the_matmul_rebuilds_every_weight_exactly(source, make_bits, shape):
+                                              (weights_with_outliers, (131, 50)), (weights_with_outliers, (5, 3))])
+@pytest.mark.parametrize("block_k", [64, 128])
+def test_the_matmul_rebuilds_every_weight_exactly(source, make_bits, shape, block_k):
+    """The palette source by pairs of rows: inf, NaN (random bits) and an odd K (the last pair half outside) too."""
     bits = make_bits(shape)
-    np.testing.assert_array_equal(rebuilt_tiles(bits, source, "cpu"), main_loop_weights(bits, source))
+    np.testing.assert_array_equal(rebuilt_tiles(bits, source, "cpu", block_k), main_loop_weights(bits, source))
 
 
 @triton.jit
@@ -186,6 +192,8 @@ def test_wrapper_errors():
         reconstruct.multiply(x, "fp8", config, out, workspace, tensors)
     with pytest.raises(ValueError, match="needs weight and exponents"):
         reconstruct.multiply(x, "exponents", config, out, workspace, tensors)
+    with pytest.raises(ValueError, match="BLOCK_K=96 for the palette source must divide 512"):
+        reconstruct.multiply(x, "palette", dict(config, BLOCK_K=96), out, workspace, tensors)
     with pytest.raises(ValueError, match="M x 64"):
         reconstruct.multiply(torch.zeros(2, 63, dtype=torch.bfloat16), "palette", config, out, workspace, tensors)
     with pytest.raises(ValueError, match="unknown decoder output 'fp32'"):
@@ -242,7 +250,8 @@ def test_gpu_decoders_match_the_cpu_reference(make_bits, shape):
 @pytest.mark.parametrize("make_bits", [weights_with_outliers, random_bits])
 def test_gpu_tile_rebuild_is_exact(source, make_bits):
     bits = make_bits((1000, 333))
-    np.testing.assert_array_equal(rebuilt_tiles(bits, source, "cuda"), main_loop_weights(bits, source))
+    for block_k in (64, 128):
+        np.testing.assert_array_equal(rebuilt_tiles(bits, source, "cuda", block_k), main_loop_weights(bits, source))
 
 
 @pytest.mark.gpu

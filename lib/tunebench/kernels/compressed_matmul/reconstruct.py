@@ -4,7 +4,8 @@ in registers before tl.dot, fp32 accumulation, split-K. Its tunable space is pru
 Sources of W: "exponents" (sign+mantissa bytes + exponent bytes, pipeline 2), "palette" (sign+mantissa bytes +
 packed 4-bit codes + verbatim groups, pipelines 3 and 4) and "bfloat16" (W itself: the same loop on plain
 weights, a Triton baseline). The palette source zeroes the weights of verbatim groups in its main loop and adds
-those groups after it, so its sums are those of x @ W up to the order of fp32 additions.
+those groups after it, so its sums are those of x @ W up to the order of fp32 additions. It rebuilds W two rows at
+a time, both rows' BF16 values in one 32-bit word: they share a code byte, a 64-row group and most of the work.
 """
 
 from __future__ import annotations
@@ -31,31 +32,58 @@ def _bf16(exponent, sign_mantissa):
 
 
 @triton.jit
+def _palette_exponent(code, palette0, palette1, palette2, palette3):
+    # The palette lives in 4 registers (4 exponents each): selects and a shift, no memory lookup.
+    word = tl.where(code < 8, tl.where(code < 4, palette0, palette1), tl.where(code < 12, palette2, palette3))
+    return (word >> ((code & 3) * 8)) & 255
+
+
+@triton.jit
+def palette_tile(k0, offs_n, K, N, sign_mantissa_ptr, codes_ptr, flags_ptr, palette0, palette1, palette2, palette3,
+                 BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The palette source's BF16 tile W[k0:k0 + BLOCK_K, offs_n], zero outside K x N and in verbatim groups, rebuilt
+    by pairs of rows (2r, 2r + 1): one code byte, one flag bit and one 32-bit word of two BF16 values each. k0 is a
+    multiple of BLOCK_K, which divides 512, so the tile lies in one row of verbatim flags."""
+    k_even = k0 + 2 * tl.arange(0, BLOCK_K // 2)
+    columns_inside = offs_n[None, :] < N
+    even_inside = (k_even[:, None] < K) & columns_inside
+    odd_inside = (k_even[:, None] + 1 < K) & columns_inside
+    even = k_even[:, None] * N + offs_n[None, :]
+    sign_mantissa = (tl.load(sign_mantissa_ptr + even, mask=even_inside, other=0).to(tl.uint32)
+                     | tl.load(sign_mantissa_ptr + even + N, mask=odd_inside, other=0).to(tl.uint32) << 16)
+    code = tl.load(codes_ptr + (k_even[:, None] >> 1) * N + offs_n[None, :], mask=even_inside, other=0).to(tl.int32)
+    exponents = (_palette_exponent(code & 15, palette0, palette1, palette2, palette3) << 7
+                 | _palette_exponent(code >> 4, palette0, palette1, palette2, palette3) << 23)
+    flags = tl.load(flags_ptr + (k0 >> 9) * N + offs_n, mask=offs_n < N, other=0).to(tl.int32)
+    keep = even_inside & (((flags[None, :] >> ((k_even[:, None] >> 6) & 7)) & 1) == 0)
+    # A byte copied 8 bits up puts its sign at bit 15 of its half and keeps its mantissa at bits 0-6.
+    bits = tl.where(keep, (sign_mantissa * 0x101) & 0x807F807F | exponents.to(tl.uint32, bitcast=True), 0)
+    # Zero the odd row past K too (the code byte gave it an exponent, which may be inf's).
+    bits = tl.where(odd_inside, bits, bits & 0xFFFF)
+    rows_even = bits.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    rows_odd = (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    return tl.reshape(tl.permute(tl.join(rows_even, rows_odd), (0, 2, 1)), (BLOCK_K, BLOCK_N))
+
+
+@triton.jit
 def weight_tile(
-    offs_k, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
-    palette0, palette1, palette2, palette3, SOURCE: tl.constexpr,
+    k0, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
+    palette0, palette1, palette2, palette3, SOURCE: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
-    """The BF16 tile W[offs_k, offs_n], zero outside K x N and (palette source) in verbatim groups."""
-    inside = (offs_k[:, None] < K) & (offs_n[None, :] < N)
-    offset = offs_k[:, None] * N + offs_n[None, :]
-    if SOURCE == 0:
-        tile = tl.load(weight_ptr + offset, mask=inside, other=0.0)
+    """The BF16 tile W[k0:k0 + BLOCK_K, offs_n], zero outside K x N and (palette source) in verbatim groups."""
+    if SOURCE == 2:
+        tile = palette_tile(k0, offs_n, K, N, sign_mantissa_ptr, codes_ptr, flags_ptr, palette0, palette1, palette2,
+                            palette3, BLOCK_K, BLOCK_N)
     else:
-        sign_mantissa = tl.load(sign_mantissa_ptr + offset, mask=inside, other=0).to(tl.int32)
-        if SOURCE == 1:
-            exponent = tl.load(exponents_ptr + offset, mask=inside, other=0).to(tl.int32)
-            keep = inside
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        inside = (offs_k[:, None] < K) & (offs_n[None, :] < N)
+        offset = offs_k[:, None] * N + offs_n[None, :]
+        if SOURCE == 0:
+            tile = tl.load(weight_ptr + offset, mask=inside, other=0.0)
         else:
-            pair = tl.load(codes_ptr + (offs_k[:, None] >> 1) * N + offs_n[None, :], mask=inside, other=0)
-            code = (pair.to(tl.int32) >> ((offs_k[:, None] & 1) * 4)) & 15
-            # The palette lives in 4 registers (4 exponents each): selects and a shift, no memory lookup.
-            word = tl.where(code < 8, tl.where(code < 4, palette0, palette1), tl.where(code < 12, palette2, palette3))
-            exponent = (word >> ((code & 3) * 8)) & 255
-            flag_byte = tl.load(flags_ptr + (offs_k[:, None] >> 9) * N + offs_n[None, :], mask=inside, other=0)
-            verbatim = ((flag_byte.to(tl.int32) >> ((offs_k[:, None] >> 6) & 7)) & 1) != 0
-            keep = inside & ~verbatim
-        # Zero outside K x N (a palette value there could be inf or NaN) and in verbatim groups (added later).
-        tile = _bf16(tl.where(keep, exponent, 0), tl.where(keep, sign_mantissa, 0))
+            sign_mantissa = tl.load(sign_mantissa_ptr + offset, mask=inside, other=0).to(tl.int32)
+            exponent = tl.load(exponents_ptr + offset, mask=inside, other=0).to(tl.int32)
+            tile = _bf16(exponent, sign_mantissa)  # masked loads give +0 outside K x N
     return tile
 
 
@@ -112,11 +140,12 @@ def reconstruct_matmul_kernel(
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K * SPLIT_K)):
-        offs_k = (k * SPLIT_K + pid_k) * BLOCK_K + tl.arange(0, BLOCK_K)
+        k0 = (k * SPLIT_K + pid_k) * BLOCK_K
+        offs_k = k0 + tl.arange(0, BLOCK_K)
         x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :],
                     mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)
-        w = weight_tile(offs_k, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
-                        palette0, palette1, palette2, palette3, SOURCE)
+        w = weight_tile(k0, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
+                        palette0, palette1, palette2, palette3, SOURCE, BLOCK_K, BLOCK_N)
         acc = tl.dot(x, w, acc)
     if SOURCE == 2:
         acc = add_verbatim_groups(acc, x_ptr, sign_mantissa_ptr, groups_ptr, column_starts_ptr, verbatim_ptr, offs_m,
@@ -242,6 +271,9 @@ def multiply(x: torch.Tensor, source: str, config: Mapping[str, Any], out: torch
         raise ValueError(f"x must be a bfloat16 M x {k} tensor with unit column stride, got {x.dtype} {tuple(x.shape)}")
     if k * n >= 2**31:
         raise ValueError(f"W of {k} x {n} has 2**31 or more elements; the kernel's int32 offsets allow fewer")
+    if source == "palette" and (config["BLOCK_K"] < 2 or 512 % config["BLOCK_K"]):
+        raise ValueError(f"BLOCK_K={config['BLOCK_K']} for the palette source must divide 512 (a row of verbatim "
+                         "flags) and be even (pairs of rows)")
     m = x.shape[0]
     target = out if config["SPLIT_K"] == 1 else workspace
     if config["SPLIT_K"] > 1:
