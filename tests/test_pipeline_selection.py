@@ -29,7 +29,7 @@ from tunebench.kernels.compressed_matmul.selection_study import (
     dispatch_gains, gain_summary, mlp_steps, projection_latencies, read_split, replay_selection, split_summary,
     tuned_batches, winner_summary, winners,
 )
-from tunebench.measure.dataset import Dataset, save_dataset
+from tunebench.measure.dataset import Dataset, load_dataset, save_dataset
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SPACE = family.config_space()
@@ -425,12 +425,38 @@ def test_read_split_is_a_row_per_projection_batch_and_pipeline(tmp_path):
                          "3.0× to 5.0× cuBLAS's time on the uncompressed weight.")
 
 
-def test_the_recorded_h100_split_covers_the_llama_mlp():
-    split = read_split(REPOSITORY / "results" / "compressed_pipelines" / "h100.json", gpu="NVIDIA H100 80GB HBM3")
+RECORDED_SPLITS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200", "h200_before_row_pairs": "NVIDIA H200"}
+
+
+@pytest.mark.parametrize("name", RECORDED_SPLITS)
+def test_the_recorded_splits_cover_the_llama_mlp(name):
+    split = read_split(REPOSITORY / "results" / "compressed_pipelines" / f"{name}.json", gpu=RECORDED_SPLITS[name])
     cells = {(row.projection, row.batch, row.pipeline) for row in split.table.itertuples()}
     assert cells == {(p.name, b, pipeline) for p in LLAMA_3_1_8B.projections for b in family.BATCHES
                      for pipeline in PIPELINES}
     assert (split.table.loc[split.table["pipeline"] == "direct_palette", "preprocess_ms"] == 0).all()
+
+
+def test_rebuilding_by_row_pairs_made_the_palette_matmul_faster_in_every_cell():
+    """The H200 sitting that timed the library before the change (96b9fe6) and after it, one after the other."""
+    def palette_matmul(name):
+        table = read_split(REPOSITORY / "results" / "compressed_pipelines" / f"{name}.json", gpu="NVIDIA H200").table
+        return table[table["pipeline"] == "direct_palette"].set_index(["projection", "batch"])["matmul_ms"]
+
+    speedup = palette_matmul("h200_before_row_pairs") / palette_matmul("h200")
+    assert len(speedup) == 18 and speedup.min() > 1.02 and speedup.median() > 1.15
+    assert speedup.loc[[("gate", 1), ("down", 1)]].between(1.2, 1.35).all()
+
+
+def test_the_recorded_h200_dataset_holds_every_config_on_every_llama_shape():
+    recorded = load_dataset(REPOSITORY / "results" / "datasets" / "compressed_matmul_bfloat16_h200.parquet",
+                            kernel=family.NAME)
+    assert recorded.provenance["gpu_name"] == "NVIDIA H200" and recorded.provenance["triton"] == "3.6.0"
+    measured = recorded.measurements
+    assert (measured["status"] == "ok").all()
+    keys = {(tuple(row[:3]), SPACE.key(dict(zip(SPACE.names, row[3:]))))
+            for row in measured[["M", "N", "K", *SPACE.names]].itertuples(index=False)}
+    assert keys == {(shape, SPACE.key(config)) for shape in family.SHAPE_SETS["default"] for config in CONFIGS}
 
 
 # ---------------------------------------------------------------------------------------------
