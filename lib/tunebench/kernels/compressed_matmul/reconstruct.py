@@ -10,6 +10,7 @@ a time, both rows' BF16 values in one 32-bit word: they share a code byte, a 64-
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -31,11 +32,47 @@ def _bf16(exponent, sign_mantissa):
     return bits.to(tl.int16).to(tl.bfloat16, bitcast=True)
 
 
+# The interpreter (CPU) runs no PTX: there the palette lookup takes selects (`_palette_exponent`), on a GPU byte
+# permutes (`_PAIR_EXPONENTS_PTX`). Both give the same bits; the CPU tests check the first, the GPU tests the second.
+_PTX = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
+# Both rows' exponents of a code byte ($1) from the palette's 16 bytes ($2-$5): byte permutes look up the low three
+# bits of each nibble in palette[0:8] and in palette[8:16]; a permute that copies each nibble's top bit over its byte
+# picks between the two; a last permute spreads the two bytes to bits 0-7 and 16-23, and a shift to bits 7 and 23.
+_PAIR_EXPONENTS_PTX = tl.constexpr("""{
+.reg .b32 select, low, high, top, pick, zero;
+mov.b32 zero, 0;
+and.b32 select, $1, 0x77;
+prmt.b32 low, $2, $3, select;
+prmt.b32 high, $4, $5, select;
+shl.b32 top, $1, 4;
+prmt.b32 pick, top, $1, 0x22C8;
+lop3.b32 pick, high, low, pick, 0xE4;
+prmt.b32 pick, pick, zero, 0x4140;
+shl.b32 $0, pick, 7;
+}""")
+
+
 @triton.jit
 def _palette_exponent(code, palette0, palette1, palette2, palette3):
     # The palette lives in 4 registers (4 exponents each): selects and a shift, no memory lookup.
     word = tl.where(code < 8, tl.where(code < 4, palette0, palette1), tl.where(code < 12, palette2, palette3))
     return (word >> ((code & 3) * 8)) & 255
+
+
+@triton.jit
+def _pair_exponents(code, palette0, palette1, palette2, palette3):
+    """The exponents of both rows of code bytes (int32), where a 32-bit word of two BF16 holds them: bits 7-14 for
+    the low nibble's row, 23-30 for the high nibble's."""
+    if _PTX:
+        exponents = tl.inline_asm_elementwise(
+            _PAIR_EXPONENTS_PTX, "=r,r,r,r,r,r",
+            [code, tl.broadcast_to(palette0, code.shape), tl.broadcast_to(palette1, code.shape),
+             tl.broadcast_to(palette2, code.shape), tl.broadcast_to(palette3, code.shape)],
+            dtype=tl.int32, is_pure=True, pack=1)
+    else:
+        exponents = (_palette_exponent(code & 15, palette0, palette1, palette2, palette3) << 7
+                     | _palette_exponent(code >> 4, palette0, palette1, palette2, palette3) << 23)
+    return exponents
 
 
 @triton.jit
@@ -52,8 +89,7 @@ def palette_tile(k0, offs_n, K, N, sign_mantissa_ptr, codes_ptr, flags_ptr, pale
     sign_mantissa = (tl.load(sign_mantissa_ptr + even, mask=even_inside, other=0).to(tl.uint32)
                      | tl.load(sign_mantissa_ptr + even + N, mask=odd_inside, other=0).to(tl.uint32) << 16)
     code = tl.load(codes_ptr + (k_even[:, None] >> 1) * N + offs_n[None, :], mask=even_inside, other=0).to(tl.int32)
-    exponents = (_palette_exponent(code & 15, palette0, palette1, palette2, palette3) << 7
-                 | _palette_exponent(code >> 4, palette0, palette1, palette2, palette3) << 23)
+    exponents = _pair_exponents(code, palette0, palette1, palette2, palette3)
     flags = tl.load(flags_ptr + (k0 >> 9) * N + offs_n, mask=offs_n < N, other=0).to(tl.int32)
     keep = even_inside & (((flags[None, :] >> ((k_even[:, None] >> 6) & 7)) & 1) == 0)
     # A byte copied 8 bits up puts its sign at bit 15 of its half and keeps its mantissa at bits 0-6.
