@@ -117,6 +117,48 @@ def test_the_matmul_rebuilds_every_weight_exactly(source, make_bits, shape, bloc
     np.testing.assert_array_equal(rebuilt_tiles(bits, source, "cpu", block_k), main_loop_weights(bits, source))
 
 
+def run_ptx(text, inputs):
+    """Run a straight-line PTX block of the instructions `_PAIR_EXPONENTS_PTX` uses, on Python ints (32-bit)."""
+    mask = 0xFFFFFFFF
+    registers = {f"${index + 1}": value & mask for index, value in enumerate(inputs)}
+
+    def value(operand):
+        return registers[operand] if operand in registers else int(operand, 0)
+
+    def prmt(a, b, control):
+        source, out = b << 32 | a, 0
+        for index in range(4):
+            selector = control >> 4 * index & 0xF
+            byte = source >> 8 * (selector & 7) & 0xFF
+            out |= (0xFF * (byte >> 7) if selector & 8 else byte) << 8 * index
+        return out
+
+    def lop3(a, b, c, table):
+        return sum(1 << bit for bit in range(32)
+                   if table >> ((a >> bit & 1) << 2 | (b >> bit & 1) << 1 | (c >> bit & 1)) & 1)
+
+    for line in text.strip("{}\n").splitlines():
+        opcode, _, rest = line.rstrip(";").partition(" ")
+        if opcode == ".reg":
+            continue
+        target, *operands = [operand.strip() for operand in rest.split(",")]
+        args = [value(operand) for operand in operands]
+        registers[target] = {"mov.b32": lambda a: a, "and.b32": lambda a, b: a & b, "shl.b32": lambda a, b: a << b,
+                             "prmt.b32": prmt, "lop3.b32": lop3}[opcode](*args) & mask
+    return registers["$0"]
+
+
+def test_the_gpu_palette_lookup_by_byte_permutes_gives_both_exponents():
+    """The PTX that looks up a row pair's exponents on a GPU, run instruction by instruction here on every code byte
+    and palettes with every byte value: palette[low nibble] at bits 7-14, palette[high nibble] at bits 23-30."""
+    rng = np.random.default_rng(0)
+    for palette in [np.arange(16), 255 - np.arange(16), *(rng.integers(0, 256, 16) for _ in range(6))]:
+        words = palette.astype(np.uint8).view("<u4").tolist()
+        for code in range(256):
+            expected = int(palette[code & 15]) << 7 | int(palette[code >> 4]) << 23
+            assert run_ptx(reconstruct._PAIR_EXPONENTS_PTX.value, [code, *words]) == expected, (palette, code)
+
+
 @triton.jit
 def _verbatim_kernel(out_ptr, x_ptr, sign_mantissa_ptr, groups_ptr, column_starts_ptr, verbatim_ptr, M, N, K,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):

@@ -33,7 +33,8 @@ def _bf16(exponent, sign_mantissa):
 
 
 # The interpreter (CPU) runs no PTX: there the palette lookup takes selects (`_palette_exponent`), on a GPU byte
-# permutes (`_PAIR_EXPONENTS_PTX`). Both give the same bits; the CPU tests check the first, the GPU tests the second.
+# permutes (`_PAIR_EXPONENTS_PTX`). Both give the same bits: the CPU tests check the first and run the second's
+# instructions in Python; the GPU tests run it.
 _PTX = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
 # Both rows' exponents of a code byte ($1) from the palette's 16 bytes ($2-$5): byte permutes look up the low three
 # bits of each nibble in palette[0:8] and in palette[8:16]; a permute that copies each nibble's top bit over its byte
