@@ -91,7 +91,7 @@ def test_decoder_share_is_a_launch_parameter_that_compile_only_never_sees(monkey
     compiled = []
     monkeypatch.setattr(decoders, "compile_decoder", lambda *args: compiled.append(("decoder", args)))
     monkeypatch.setattr(reconstruct, "compile_matmul", lambda config, source, shape: compiled.append(
-        ("matmul", reconstruct._launch_arguments(config, source), shape)))  # what the binary is compiled from
+        ("matmul", reconstruct._launch_arguments(config, source, shape[2]), shape)))  # what the binary is compiled from
     shared = [c for c in CONFIGS if c["decode_sm_percent"] != 100]
     assert {c["pipeline"] for c in shared} == set(PIPELINES) - {"direct_palette"}  # it has no decoder
     for config in shared:

@@ -69,13 +69,13 @@ def test_decoders_with_the_default_layout():
 
 @triton.jit
 def _tile_kernel(out_ptr, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr, palette_ptr, K, N,
-                 SOURCE: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr):
+                 SOURCE: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_K: tl.constexpr):
     offs_k = tl.program_id(0) * BLOCK_K + tl.arange(0, BLOCK_K)
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     tile = reconstruct.weight_tile(
         tl.program_id(0) * BLOCK_K, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
         tl.load(palette_ptr), tl.load(palette_ptr + 1), tl.load(palette_ptr + 2), tl.load(palette_ptr + 3), SOURCE,
-        BLOCK_K, BLOCK_N)
+        BLOCK_K, BLOCK_N, EVEN_K)
     tl.store(out_ptr + offs_k[:, None] * N + offs_n[None, :], tile.to(tl.int16, bitcast=True),
              mask=offs_n[None, :] < N)  # rows past K too: the tiles' whole height
 
@@ -90,7 +90,7 @@ def rebuilt_tiles(bits, source, device, block_k=64, block_n=64):
     source_id = reconstruct.SOURCES.index(source)
     _tile_kernel[grid](out, tensors.sign_mantissa, tensors.sign_mantissa, exponents, tensors.codes,
                        tensors.verbatim_flags, tensors.palette_words, *bits.shape,
-                       SOURCE=source_id, BLOCK_K=block_k, BLOCK_N=block_n)
+                       SOURCE=source_id, BLOCK_K=block_k, BLOCK_N=block_n, EVEN_K=bits.shape[0] % block_k == 0)
     rows = out.cpu().numpy().view(np.uint16)
     assert not rows[bits.shape[0]:].any()
     return rows[:bits.shape[0]]
@@ -109,10 +109,12 @@ def main_loop_weights(bits, source):
 @CPU_ONLY
 @pytest.mark.parametrize("source", ["exponents", "palette"])
 @pytest.mark.parametrize("make_bits, shape", [(weights_with_outliers, (200, 96)), (random_bits, (70, 50)),
-                                              (weights_with_outliers, (131, 50)), (weights_with_outliers, (5, 3))])
+                                              (weights_with_outliers, (131, 50)), (weights_with_outliers, (5, 3)),
+                                              (weights_with_outliers, (256, 96)), (random_bits, (128, 50))])
 @pytest.mark.parametrize("block_k", [64, 128])
 def test_the_matmul_rebuilds_every_weight_exactly(source, make_bits, shape, block_k):
-    """The palette source by pairs of rows: inf, NaN (random bits) and an odd K (the last pair half outside) too."""
+    """The palette source by pairs of rows: inf, NaN (random bits), an odd K (the last pair half outside) and a K that
+    is a multiple of the tile (EVEN_K: verbatim groups zeroed by an AND alone) too."""
     bits = make_bits(shape)
     np.testing.assert_array_equal(rebuilt_tiles(bits, source, "cpu", block_k), main_loop_weights(bits, source))
 
@@ -217,6 +219,14 @@ def test_prefetched_projection_multiplies_the_current_buffer_while_decoding_the_
     assert torch.equal(out, torch.matmul(x, weight)) and projection.current == 0
 
 
+def test_even_k_only_where_no_program_reads_a_k_block_past_k():
+    config = dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, SPLIT_K=4, num_warps=4, num_stages=2)
+    assert reconstruct._launch_arguments(config, "palette", 4096)["EVEN_K"]
+    assert not reconstruct._launch_arguments(config, "palette", 192)["EVEN_K"]  # 3 K blocks, 4 programs: one past K
+    assert reconstruct._launch_arguments(dict(config, SPLIT_K=1), "palette", 192)["EVEN_K"]
+    assert not reconstruct._launch_arguments(dict(config, SPLIT_K=1), "palette", 200)["EVEN_K"]
+
+
 def test_decoder_programs_follow_the_sm_share():
     assert schedule.decoder_programs(100, 132) == 132
     assert schedule.decoder_programs(25, 132) == 33
@@ -290,8 +300,9 @@ def test_gpu_decoders_match_the_cpu_reference(make_bits, shape):
 @pytest.mark.gpu
 @pytest.mark.parametrize("source", ["exponents", "palette"])
 @pytest.mark.parametrize("make_bits", [weights_with_outliers, random_bits])
-def test_gpu_tile_rebuild_is_exact(source, make_bits):
-    bits = make_bits((1000, 333))
+@pytest.mark.parametrize("shape", [(1000, 333), (1024, 333)])  # K past the last tile's end, and EVEN_K
+def test_gpu_tile_rebuild_is_exact(source, make_bits, shape):
+    bits = make_bits(shape)
     for block_k in (64, 128):
         np.testing.assert_array_equal(rebuilt_tiles(bits, source, "cuda", block_k), main_loop_weights(bits, source))
 

@@ -78,10 +78,11 @@ def _pair_exponents(code, palette0, palette1, palette2, palette3):
 
 @triton.jit
 def palette_tile(k0, offs_n, K, N, sign_mantissa_ptr, codes_ptr, flags_ptr, palette0, palette1, palette2, palette3,
-                 BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr):
-    """The palette source's BF16 tile W[k0:k0 + BLOCK_K, offs_n], zero outside K x N and in verbatim groups, rebuilt
+                 BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_K: tl.constexpr):
+    """The palette source's BF16 tile W[k0:k0 + BLOCK_K, offs_n], zero in verbatim groups and in rows past K, rebuilt
     by pairs of rows (2r, 2r + 1): one code byte, one flag bit and one 32-bit word of two BF16 values each. k0 is a
-    multiple of BLOCK_K, which divides 512, so the tile lies in one row of verbatim flags."""
+    multiple of BLOCK_K, which divides 512, so the tile lies in one row of verbatim flags. Columns past N may hold
+    whatever their codes give: their outputs are never stored. With EVEN_K no tile reaches past K."""
     k_even = k0 + 2 * tl.arange(0, BLOCK_K // 2)
     columns_inside = offs_n[None, :] < N
     even_inside = (k_even[:, None] < K) & columns_inside
@@ -92,11 +93,13 @@ def palette_tile(k0, offs_n, K, N, sign_mantissa_ptr, codes_ptr, flags_ptr, pale
     code = tl.load(codes_ptr + (k_even[:, None] >> 1) * N + offs_n[None, :], mask=even_inside, other=0).to(tl.int32)
     exponents = _pair_exponents(code, palette0, palette1, palette2, palette3)
     flags = tl.load(flags_ptr + (k0 >> 9) * N + offs_n, mask=offs_n < N, other=0).to(tl.int32)
-    keep = even_inside & (((flags[None, :] >> ((k_even[:, None] >> 6) & 7)) & 1) == 0)
+    # All ones, or 0 in a verbatim group: an AND; with EVEN_K the tile takes no select at all.
+    kept = (((flags[None, :] >> ((k_even[:, None] >> 6) & 7)) & 1) - 1).to(tl.uint32, bitcast=True)
     # A byte copied 8 bits up puts its sign at bit 15 of its half and keeps its mantissa at bits 0-6.
-    bits = tl.where(keep, (sign_mantissa * 0x101) & 0x807F807F | exponents.to(tl.uint32, bitcast=True), 0)
-    # Zero the odd row past K too (the code byte gave it an exponent, which may be inf's).
-    bits = tl.where(odd_inside, bits, bits & 0xFFFF)
+    bits = ((sign_mantissa * 0x101) & 0x807F807F | exponents.to(tl.uint32, bitcast=True)) & kept
+    if not EVEN_K:  # rows past K must be +0: x's zero padding times an inf exponent from a code would be NaN
+        bits = tl.where(even_inside, bits, 0)
+        bits = tl.where(odd_inside, bits, bits & 0xFFFF)
     rows_even = bits.to(tl.uint16).to(tl.bfloat16, bitcast=True)
     rows_odd = (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
     return tl.reshape(tl.permute(tl.join(rows_even, rows_odd), (0, 2, 1)), (BLOCK_K, BLOCK_N))
@@ -106,11 +109,13 @@ def palette_tile(k0, offs_n, K, N, sign_mantissa_ptr, codes_ptr, flags_ptr, pale
 def weight_tile(
     k0, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
     palette0, palette1, palette2, palette3, SOURCE: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr,
+    EVEN_K: tl.constexpr,
 ):
-    """The BF16 tile W[k0:k0 + BLOCK_K, offs_n], zero outside K x N and (palette source) in verbatim groups."""
+    """The BF16 tile W[k0:k0 + BLOCK_K, offs_n], zero past K and (palette source) in verbatim groups; EVEN_K says no
+    tile reaches past K. Columns past N are zero, or (palette source) may hold whatever their codes give."""
     if SOURCE == 2:
         tile = palette_tile(k0, offs_n, K, N, sign_mantissa_ptr, codes_ptr, flags_ptr, palette0, palette1, palette2,
-                            palette3, BLOCK_K, BLOCK_N)
+                            palette3, BLOCK_K, BLOCK_N, EVEN_K)
     else:
         offs_k = k0 + tl.arange(0, BLOCK_K)
         inside = (offs_k[:, None] < K) & (offs_n[None, :] < N)
@@ -154,7 +159,7 @@ def reconstruct_matmul_kernel(
     x_ptr, out_ptr, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr, palette_ptr,
     groups_ptr, column_starts_ptr, verbatim_ptr, M, N, K, stride_xm, stride_om,
     SOURCE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr, EVEN_K: tl.constexpr,
 ):
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -182,7 +187,7 @@ def reconstruct_matmul_kernel(
         x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :],
                     mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)
         w = weight_tile(k0, offs_n, K, N, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
-                        palette0, palette1, palette2, palette3, SOURCE, BLOCK_K, BLOCK_N)
+                        palette0, palette1, palette2, palette3, SOURCE, BLOCK_K, BLOCK_N, EVEN_K)
         acc = tl.dot(x, w, acc)
     if SOURCE == 2:
         acc = add_verbatim_groups(acc, x_ptr, sign_mantissa_ptr, groups_ptr, column_starts_ptr, verbatim_ptr, offs_m,
@@ -274,8 +279,10 @@ def _grid(config: Mapping[str, Any], m: int, n: int) -> tuple[int, int]:
     return triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]), config["SPLIT_K"]
 
 
-def _launch_arguments(config: Mapping[str, Any], source: str) -> dict[str, Any]:
-    return {"SOURCE": _SOURCE_ID[source], "GROUP_M": GROUP_M, **{name: config[name] for name in MATMUL_PARAMETERS}}
+def _launch_arguments(config: Mapping[str, Any], source: str, k: int) -> dict[str, Any]:
+    """The kernel's constexprs; EVEN_K: every program's K blocks lie inside K (so no tile needs rows zeroed)."""
+    return {"SOURCE": _SOURCE_ID[source], "GROUP_M": GROUP_M, "EVEN_K": k % (config["BLOCK_K"] * config["SPLIT_K"]) == 0,
+            **{name: config[name] for name in MATMUL_PARAMETERS}}
 
 
 def _operands(source: str, weight: DeviceWeight | None, bf16_weight: torch.Tensor | None,
@@ -316,7 +323,7 @@ def multiply(x: torch.Tensor, source: str, config: Mapping[str, Any], out: torch
     if config["SPLIT_K"] > 1:
         target.zero_()
     reconstruct_matmul_kernel[_grid(config, m, n)](
-        x, target, *pointers, m, n, k, x.stride(0), target.stride(0), **_launch_arguments(config, source))
+        x, target, *pointers, m, n, k, x.stride(0), target.stride(0), **_launch_arguments(config, source, k))
     if config["SPLIT_K"] > 1:
         out.copy_(target)
     return out
@@ -333,4 +340,4 @@ def compile_matmul(config: Mapping[str, Any], source: str, shape: tuple[int, int
     out_dtype = torch.bfloat16 if config["SPLIT_K"] == 1 else torch.float32
     return reconstruct_matmul_kernel.warmup(
         torch.bfloat16, out_dtype, *pointers, m, n, k, k, n, grid=_grid(config, m, n),
-        **_launch_arguments(config, source))
+        **_launch_arguments(config, source, k))
