@@ -2,13 +2,16 @@
 CPU runs through the family, and the unchanged collector, replay and search over it (stand-in measurements)."""
 
 import collections
+import hashlib
+import inspect
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
 from tunebench.collect import sweep
-from tunebench.kernels import KERNEL_INTERFACE, get_kernel
+from tunebench.kernels import KERNEL_INTERFACE, get_kernel, kernel_source_files, kernel_source_sha256
 from tunebench.kernels import compressed_matmul
 from tunebench.kernels.compressed_matmul import decoders, family, reconstruct
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
@@ -25,6 +28,15 @@ MATMUL = reconstruct.MATMUL_PARAMETERS
 def test_family_is_registered_and_complete():
     assert get_kernel("compressed_matmul") is compressed_matmul
     assert [name for name in KERNEL_INTERFACE if getattr(compressed_matmul, name, None) is not getattr(family, name)] == []
+
+
+def test_the_provenance_hash_covers_the_kernels_the_family_runs():
+    """Datasets recorded before stop 70 hashed only the package's __init__.py, so kernel changes left it alone."""
+    files = kernel_source_files(compressed_matmul)
+    assert Path(reconstruct.__file__) in files and Path(decoders.__file__) in files and Path(family.__file__) in files
+    matmul = get_kernel("matmul")
+    assert kernel_source_files(matmul) == [Path(matmul.__file__)]
+    assert kernel_source_sha256(matmul) == hashlib.sha256(inspect.getsource(matmul).encode()).hexdigest()[:16]
 
 
 def test_space_pins_what_a_pipeline_does_not_use():

@@ -6,7 +6,9 @@ declare `ADDED_PARAMETERS` (see `complete_config`).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping
 
@@ -37,3 +39,18 @@ def get_kernel(name: str) -> ModuleType:
     if name not in KERNELS:
         raise ValueError(f"unknown kernel {name!r}; known kernels: {', '.join(KERNELS)}")
     return importlib.import_module(f"tunebench.kernels.{name}")
+
+
+def kernel_source_files(module: ModuleType) -> list[Path]:
+    """The files a kernel family's binaries are built from: its module's, or every module of its package (a family
+    like compressed_matmul keeps its kernels beside the module that runs them)."""
+    if hasattr(module, "__path__"):
+        return sorted(path for folder in module.__path__ for path in Path(folder).glob("*.py"))
+    return [Path(module.__file__)]
+
+
+def kernel_source_sha256(module: ModuleType) -> str:
+    """The first 16 hex digits of the SHA-256 of `kernel_source_files(module)`'s text, in order; for a family of one
+    module, of that module's source."""
+    return hashlib.sha256("".join(path.read_text(encoding="utf-8")
+                                  for path in kernel_source_files(module)).encode()).hexdigest()[:16]

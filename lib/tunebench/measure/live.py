@@ -8,8 +8,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-import hashlib
-import inspect
 import math
 import os
 import platform
@@ -19,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from tunebench.kernels import complete_config, get_kernel, launch_parameters
+from tunebench.kernels import complete_config, get_kernel, kernel_source_sha256, launch_parameters
 from tunebench.measure.cross_compile import compile_for, device_target
 from tunebench.measure.result import Result, Status
 from tunebench.measure.timing import TimingPolicy
@@ -394,7 +392,7 @@ class GpuBench:
             "compute_capability": f"{properties.major}.{properties.minor}",
             "memory_gib": round(properties.total_memory / 2**30, 1), "driver": driver, "cuda": torch.version.cuda,
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
-            "kernel_source_sha256": hashlib.sha256(inspect.getsource(self.kernel).encode()).hexdigest()[:16],
+            "kernel_source_sha256": kernel_source_sha256(self.kernel),
             "host_cpus": os.cpu_count(), "compile_workers": self.compile_workers, "worker_start": START_METHOD,
             "compile_target": str(self.target),
             "timing_core": sorted(self.cores.timing) if self.cores.timing else "shared", "timing": self.timing.describe(),
