@@ -74,6 +74,9 @@ def test_shapes_and_specialization():
     assert {shape[1:] for shape in shapes} == {(14336, 4096), (4096, 14336)}
     assert len({family.specialization(shape) for shape in shapes}) == 1  # every config compiles once
     assert family.specialization((1, 4096, 4096)) != family.specialization((1, 4100, 4096))
+    # EVEN_K differs for a (BLOCK_K, SPLIT_K) = (64, 4) config between K = 4096 + 256 and K = 4096 + 128
+    assert family.specialization((1, 4096, 4352)) != family.specialization((1, 4096, 4224))
+    assert family.specialization((1, 4096, 4096)) == family.specialization((1, 4096, 14336))
     assert family.flops((2, 3, 4)) == 48
     assert family.bytes_moved((2, 4, 8), "bfloat16") == 2 * (16 + 8) + 48
     with pytest.raises(ValueError, match="K=0"):

@@ -162,11 +162,12 @@ def compile_only(config: Mapping[str, Any], shape: tuple[int, ...], dtype: str) 
         reconstruct.compile_matmul(config, pipeline.matmul_source, (m, n, k))
 
 
-def specialization(shape: tuple[int, ...]) -> tuple[bool, ...]:
+def specialization(shape: tuple[int, ...]) -> tuple[bool | int, ...]:
     """The part of a shape that selects distinct binaries: Triton specializes the kernels' N, K (and strides equal to
-    them) on == 1 and divisibility by 16; M is exempt."""
+    them) on == 1 and divisibility by 16, M is exempt; and the matmul's EVEN_K (K a multiple of BLOCK_K x SPLIT_K, at
+    most 512) follows from the largest power of two, up to 512, that divides K."""
     _, n, k = check_shape(shape)
-    return tuple(flag for value in (n, k) for flag in (value == 1, value % 16 == 0))
+    return (*(flag for value in (n, k) for flag in (value == 1, value % 16 == 0)), min(k & -k, 512))
 
 
 # ---------------------------------------------------------------------------------------------
