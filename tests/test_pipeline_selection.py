@@ -431,7 +431,7 @@ RECORDED_SPLITS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200", "h200
 
 
 def palette_matmul(name):
-    """The palette matmul's time (direct_palette, best of the candidates) per (projection, batch) in a recorded split."""
+    """The palette matmul's time (direct_palette, best of the candidates) per (projection, batch) in a split."""
     table = read_split(REPOSITORY / "results" / "compressed_pipelines" / f"{name}.json", gpu="NVIDIA H200").table
     return table[table["pipeline"] == "direct_palette"].set_index(["projection", "batch"])["matmul_ms"]
 

@@ -281,7 +281,8 @@ def _grid(config: Mapping[str, Any], m: int, n: int) -> tuple[int, int]:
 
 def _launch_arguments(config: Mapping[str, Any], source: str, k: int) -> dict[str, Any]:
     """The kernel's constexprs; EVEN_K: every program's K blocks lie inside K (so no tile needs rows zeroed)."""
-    return {"SOURCE": _SOURCE_ID[source], "GROUP_M": GROUP_M, "EVEN_K": k % (config["BLOCK_K"] * config["SPLIT_K"]) == 0,
+    even_k = k % (config["BLOCK_K"] * config["SPLIT_K"]) == 0
+    return {"SOURCE": _SOURCE_ID[source], "GROUP_M": GROUP_M, "EVEN_K": even_k,
             **{name: config[name] for name in MATMUL_PARAMETERS}}
 
 
