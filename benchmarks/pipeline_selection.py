@@ -30,7 +30,7 @@ import pandas as pd
 from tunebench.files import write_text_atomically
 from tunebench.kernels.compressed_matmul.autotune import AutotuneSettings, MlpTuning
 from tunebench.kernels.compressed_matmul.dispatch import Dispatcher
-from tunebench.kernels.compressed_matmul.family import NAME
+from tunebench.kernels.compressed_matmul.family import ADDED_PARAMETERS, NAME
 from tunebench.kernels.compressed_matmul.mlp import MODELS, Mlp
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.kernels.compressed_matmul.selection_file import SelectionFile, file_name, save_selection
@@ -68,11 +68,13 @@ def _ratio(numerator: float, denominator: float) -> str:
 
 
 def _describe(config: dict[str, Any]) -> str:
+    serial = config.get("decode_schedule", ADDED_PARAMETERS["decode_schedule"]) == "serial"
+    schedule = "serial" if serial else f"share {config['decode_sm_percent']} %"
     if config["pipeline"] == "decode_then_cublas":
-        return f"decode_then_cublas, share {config['decode_sm_percent']} %"
+        return f"decode_then_cublas, {schedule}"
     tile = "x".join(str(config[name]) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     return (f"{config['pipeline']}, {tile} split {config['SPLIT_K']} w{config['num_warps']} s{config['num_stages']}, "
-            f"share {config['decode_sm_percent']} %")
+            f"{schedule}")
 
 
 def markdown(dataset_path: Path, dataset: Dataset, tuning: MlpTuning, settings: AutotuneSettings,

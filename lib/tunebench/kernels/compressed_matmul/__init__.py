@@ -9,12 +9,13 @@ runtime pick per projection and batch size).
 """
 
 from tunebench.kernels.compressed_matmul.family import (
-    DTYPES, LAUNCH_PARAMETERS, NAME, SHAPE_NAMES, SHAPE_SETS, TOLERANCE, VENDOR_LIBRARY, bytes_moved, check_shape,
-    compile_only, config_space, flops, make_inputs, reference, relative_error, run, run_vendor, specialization,
+    ADDED_PARAMETERS, DTYPES, LAUNCH_PARAMETERS, NAME, SHAPE_NAMES, SHAPE_SETS, TOLERANCE, VENDOR_LIBRARY, bytes_moved,
+    check_shape, compile_only, config_space, flops, make_inputs, reference, relative_error, run, run_vendor,
+    specialization,
 )
 
 __all__ = [
     "NAME", "SHAPE_NAMES", "DTYPES", "VENDOR_LIBRARY", "TOLERANCE", "config_space", "make_inputs", "reference",
     "relative_error", "run", "run_vendor", "compile_only", "specialization", "check_shape", "flops", "bytes_moved",
-    "SHAPE_SETS", "LAUNCH_PARAMETERS",
+    "SHAPE_SETS", "LAUNCH_PARAMETERS", "ADDED_PARAMETERS",
 ]

@@ -2,9 +2,9 @@
 search over pipeline x matmul tile x SM share with any registered strategy against an Evaluator.
 
 Objective. A bucket's MLP step is modelled as the sum over its projections of each projection's measured step, the
-family's call "decode the next weight on `decode_sm_percent` of the SMs while the current matmul runs" (family.py):
-the competition between the decoder's share and the matmul is inside that measurement, charged to the projection
-whose config sets both.
+family's call (family.py): "decode the next weight on `decode_sm_percent` of the SMs while the current matmul runs"
+(overlapped), or "decode this weight, then multiply" (serial). The competition between the decoder's share and the
+matmul is inside that measurement, charged to the projection whose config sets both.
 
 Coupling. In a real chain (gate, up, down, then the next layer's gate) the decode that overlaps projection p's matmul
 is the NEXT projection's weight, in the form that projection's pipeline reads (BF16, exponent bytes, 4-bit codes, or
@@ -17,7 +17,8 @@ budgeted search each round re-runs every step with a fresh seed and keeps a conf
 go on while the searches still find gains. Where every projection of a bucket gets one pipeline and share, the model
 matches the chain up to decoding a different weight of the same size (the three Llama-3.1-8B weights have the same
 number of elements); with mixed pipelines it pairs each decode with the wrong matmul. Only a measurement of the chain
-can check that, so this module assumes no coupling the recording does not hold.
+can check that, so this module assumes no coupling the recording does not hold. A serial step has none: it decodes
+its own weight, as in the chain.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ class ReplayStepEvaluators:
 
 @dataclass(frozen=True)
 class Choice:
-    """A config of the compressed_matmul family (pipeline, matmul tile, decode_sm_percent) and its step latency."""
+    """A config of the compressed_matmul family (pipeline, matmul tile, decoder share and schedule) and its step
+    latency."""
 
     config: Mapping[str, Any]
     latency_ms: float

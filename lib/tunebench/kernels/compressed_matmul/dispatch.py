@@ -23,7 +23,7 @@ from tunebench.kernels.compressed_matmul.selection_file import SelectionFile, lo
 @dataclass(frozen=True)
 class Selection:
     """What to run for one projection at one tuned batch size: the pipeline and its compressed_matmul config
-    (read-only: pipeline, matmul tile, decode_sm_percent)."""
+    (read-only: pipeline, matmul tile, decode_sm_percent, decode_schedule; `multiply` decodes serially anyway)."""
 
     projection: str
     bucket: int

@@ -2,9 +2,10 @@
 matmul's config and the decoder's SM share, so the collector, replay and every search strategy work on it unchanged.
 
 Shapes are (M, N, K) = (batch, out features, in features); W (K x N) is a synthetic weight with the exponent
-statistics of real trained MLP weights. A measured call is one steady-state step of a projection: the decoding
-pipelines decode the next weight on a side stream limited to `decode_sm_percent` of the SMs while the matmul of the
-current one runs (schedule.PrefetchedProjection), so the latency includes preprocessing and matmul.
+statistics of real trained MLP weights. A measured call is one steady-state step of a projection, so the latency
+includes preprocessing and matmul: with `decode_schedule` "overlapped", the decoding pipelines decode the next weight
+on a side stream limited to `decode_sm_percent` of the SMs while the matmul of the current one runs; with "serial",
+they decode the current weight on every SM and then multiply, on one stream (schedule.PrefetchedProjection).
 """
 
 from __future__ import annotations
@@ -34,9 +35,12 @@ BATCHES = (1, 4, 16, 64, 256, 1024)
 LLAMA_MLP_SHAPES = tuple((batch, n, k) for batch in BATCHES for n, k in ((14336, 4096), (4096, 14336)))
 SHAPE_SETS = {"default": LLAMA_MLP_SHAPES}
 TOLERANCE = {"bfloat16": 1e-2}  # as the GEMM's: one BF16 rounding of the output plus reordered sums
-LAUNCH_PARAMETERS = ("decode_sm_percent",)  # sizes the decoder grid only (see `run`; `compile_only` ignores it)
+# The decoder grid's size and the streams work is queued on (see `run`); `compile_only` ignores both.
+LAUNCH_PARAMETERS = ("decode_sm_percent", "decode_schedule")
 relative_error = numerics.relative_error  # ||out - ref|| / ||ref|| in fp64; inf on NaN or inf
 DECODE_SM_PERCENT = (50, 100)  # the decoder's share of the SMs; 25 % was never best on an H100
+DECODE_SCHEDULES = ("overlapped", "serial")  # serial: the side stream's overlap slowed large batches on both GPUs
+ADDED_PARAMETERS = {"decode_schedule": "overlapped"}  # what configs recorded before stop 70 did
 
 
 # ---------------------------------------------------------------------------------------------
@@ -44,11 +48,12 @@ DECODE_SM_PERCENT = (50, 100)  # the decoder's share of the SMs; 25 % was never 
 # ---------------------------------------------------------------------------------------------
 
 def config_space() -> Space:
-    """Pipeline x reconstructive-matmul config x decoder SM share; parameters a pipeline does not use are pinned to
-    one canonical value, so every valid config is a distinct measurement."""
+    """Pipeline x reconstructive-matmul config x decoder SM share x decode schedule; parameters a pipeline does not
+    use are pinned to one canonical value, so every valid config is a distinct measurement."""
     matmul = reconstruct.matmul_parameters()
     canonical = {parameter.name: parameter.values[0] for parameter in matmul}
-    parameters = [Choice("pipeline", PIPELINES), *matmul, Ordinal("decode_sm_percent", DECODE_SM_PERCENT)]
+    parameters = [Choice("pipeline", PIPELINES), *matmul, Ordinal("decode_sm_percent", DECODE_SM_PERCENT),
+                  Choice("decode_schedule", DECODE_SCHEDULES)]
 
     def uses_matmul(config: Mapping[str, Any]) -> bool:
         return get_pipeline(config["pipeline"]).matmul_source is not None
@@ -62,6 +67,11 @@ def config_space() -> Space:
                    f"decode_then_cublas pins the matmul parameters to {canonical}"),
         Constraint("no_decoder_no_share", lambda c: decodes(c) or c["decode_sm_percent"] == 100,
                    "direct_palette has no decoder: decode_sm_percent is 100"),
+        Constraint("no_decoder_no_schedule", lambda c: decodes(c) or c["decode_schedule"] == "overlapped",
+                   'direct_palette has no decoder: decode_schedule is "overlapped"'),
+        Constraint("serial_decodes_on_every_sm",
+                   lambda c: c["decode_schedule"] == "overlapped" or c["decode_sm_percent"] == 100,
+                   'a "serial" decode has the GPU to itself: decode_sm_percent is 100'),
         *reconstruct.matmul_constraints(applies=uses_matmul),
     ]
     return Space(parameters, constraints, name=NAME)
@@ -135,15 +145,19 @@ def reference(inputs: CompressedMatmulInputs) -> torch.Tensor:
 
 def run(config: Mapping[str, Any], inputs: CompressedMatmulInputs) -> torch.Tensor:
     """One steady-state step of the configured pipeline into inputs.out. The first call with a config decodes the
-    current buffer with that config's decoder first, so the checked output depends on it."""
+    current buffer with that config's decoder first, so the checked output depends on it; a serial step decodes it
+    again on every call."""
+    config = {**ADDED_PARAMETERS, **config}
     pipeline = config["pipeline"]
     projection = inputs.projections[pipeline]
     programs = decoder_programs(config["decode_sm_percent"], inputs.sm_count)
+    matmul_config = config if get_pipeline(pipeline).matmul_source is not None else None
+    if config["decode_schedule"] == "serial":
+        return projection.serial_step(inputs.x, matmul_config, programs, inputs.out, inputs.workspace)
     key = tuple(sorted(config.items()))
     if inputs.primed_for.get(pipeline) != key:
         projection.prime(programs)
         inputs.primed_for[pipeline] = key
-    matmul_config = config if get_pipeline(pipeline).matmul_source is not None else None
     return projection.step(inputs.x, matmul_config, programs, inputs.out, inputs.workspace)
 
 

@@ -1,5 +1,6 @@
 """The SM split: a decoder limited to a share of the SMs runs on a side CUDA stream, decoding the next
-projection's weight while the current projection's matmul runs, and the steady-state step of such a chain.
+projection's weight while the current projection's matmul runs, and the steady-state step of such a chain (or of
+the serial one, each weight decoded just before its matmul).
 """
 
 from __future__ import annotations
@@ -71,3 +72,11 @@ class PrefetchedProjection:
                    lambda: self.pipeline.multiply(x, self.weight, current, config, out, workspace), self.side_stream)
         self.current = 1 - self.current
         return out
+
+    def serial_step(self, x: torch.Tensor, config: Mapping[str, Any] | None, programs: int, out: torch.Tensor,
+                    workspace: torch.Tensor) -> torch.Tensor:
+        """out = x @ W, the current buffer decoded first, on the current stream: no prefetch and no side stream."""
+        current = self.buffers[self.current]
+        if self.pipeline.preprocesses:
+            self.pipeline.preprocess(self.weight, current, programs)
+        return self.pipeline.multiply(x, self.weight, current, config, out, workspace)

@@ -15,8 +15,9 @@ Format (format_version 1), one JSON object:
 
 A bucket: `batch`; `round_totals_ms`, the MLP step (summed over the projections) after each round of the descent, the
 last being the selection's; `converged`; and `projections`, per name: `config` (a compressed_matmul config: pipeline,
-matmul tile, `decode_sm_percent`), `latency_ms` (its measured step) and `fixed_pipelines`, per pipeline its best
-found (`config`, `latency_ms`) or null. Latencies are milliseconds.
+matmul tile, `decode_sm_percent`, `decode_schedule`: a file written before it existed reads as "overlapped"),
+`latency_ms` (its measured step) and `fixed_pipelines`, per pipeline its best found (`config`, `latency_ms`) or null.
+Latencies are milliseconds.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from tunebench.files import write_text_atomically
+from tunebench.kernels import complete_config
 from tunebench.kernels.compressed_matmul.autotune import BucketTuning, Choice, MlpTuning, ProjectionChoice
 from tunebench.kernels.compressed_matmul.family import NAME, config_space
 from tunebench.kernels.compressed_matmul.mlp import Mlp, Projection
@@ -189,7 +191,7 @@ def _latency(value: Any, where: str) -> float:
 
 
 def _read_choice(entry: Any, where: str, space: Space) -> Choice:
-    config = _get(entry, "config", dict, where)
+    config = complete_config(NAME, _get(entry, "config", dict, where))  # a file from before a parameter was added
     try:
         space.check(config)
     except ConfigError as error:
