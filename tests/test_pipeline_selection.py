@@ -468,6 +468,43 @@ def test_the_verbatim_and_and_whole_k_tiles_speed_gate_and_up_at_decode_batches(
     assert palette_matmul("h200_row_pairs_permutes").div(before).between(0.97, 1.03).all()  # two sittings agree
 
 
+def test_a_selection_file_from_before_the_decode_schedule_reads_as_overlapped():
+    path = REPOSITORY / "results" / "pipeline_selection" / "llama-3.1-8b__nvidia_h100_80gb_hbm3.json"
+    assert "decode_schedule" not in path.read_text()  # written before stop 70
+    selection = load_selection(path, model=MODEL, gpu="NVIDIA H100 80GB HBM3")
+    schedules = {choice.choice.config["decode_schedule"] for bucket in selection.tuning.buckets
+                 for choice in bucket.projections.values()}
+    assert schedules == {"overlapped"}
+
+
+def test_the_serial_configs_file_holds_the_spaces_serial_configs():
+    """What the H200 sitting that widened the sweep measured (`--configs`)."""
+    recorded = json.loads((REPOSITORY / "results" / "datasets" / "compressed_matmul_serial_configs.json").read_text())
+    assert recorded == [config for config in CONFIGS if config["decode_schedule"] == "serial"]
+
+
+def test_serial_decoding_made_the_h200_dispatch_faster_at_batch_1024_only():
+    """The widened H200 sweep: at batch 1024 every projection runs decode_then_cublas serially, 1.3x faster than the
+    best overlapped config of each; at the smaller batches the dispatch keeps direct_palette."""
+    dataset = load_dataset(REPOSITORY / "results" / "datasets" / "compressed_matmul_bfloat16_h200.parquet",
+                           kernel=family.NAME)
+    path = REPOSITORY / "results" / "pipeline_selection" / "llama-3.1-8b__nvidia_h200.json"
+    selection = load_selection(path, model=MODEL, gpu="NVIDIA H200")
+    for bucket in selection.tuning.buckets:
+        choices = bucket.projections
+        if bucket.batch < 1024:
+            assert {choice.choice.pipeline for choice in choices.values()} == {"direct_palette"}
+            continue
+        assert {(c.choice.pipeline, c.choice.config["decode_schedule"]) for c in choices.values()} == {
+            ("decode_then_cublas", "serial")}
+        step = sum(choice.choice.latency_ms for choice in choices.values())
+        overlapped = 0.0
+        for projection in LLAMA_3_1_8B.projections:
+            task = dataset.task(projection.shape(bucket.batch))
+            overlapped += task.loc[task["decode_schedule"] == "overlapped", "latency_ms"].min()
+        assert overlapped / step > 1.3
+
+
 def test_the_recorded_h200_dataset_holds_every_config_on_every_llama_shape():
     recorded = load_dataset(REPOSITORY / "results" / "datasets" / "compressed_matmul_bfloat16_h200.parquet",
                             kernel=family.NAME)
