@@ -80,8 +80,9 @@ display(Markdown(winner_summary(table)))
 # ## Preprocess and matmul, measured apart
 # Each pipeline's preprocessing (decoding the whole weight at 100 % of the SMs) and matmul (the best of a short list
 # of tile configs, not the dataset's exhaustive sweep), run one after the other, in µs; the black line is cuBLAS on
-# the uncompressed weight. The dataset's steps overlap the next weight's decode with the current matmul, so they are
-# not these sums, and the fastest pipeline run serially need not be the one in the map above.
+# the uncompressed weight. The dataset's overlapped steps decode the next weight during the current matmul, and its
+# serial steps decode at 100 % and multiply in turn, as here; but the map above takes each pipeline at its best tile
+# of the exhaustive sweep, so its winner need not be the fastest sum here.
 
 # %%
 plot_split(measured.table, [projection.name for projection in mlp.projections])
