@@ -30,7 +30,8 @@ import pandas as pd
 from tunebench.files import write_text_atomically
 from tunebench.kernels.compressed_matmul.autotune import AutotuneSettings, MlpTuning
 from tunebench.kernels.compressed_matmul.dispatch import Dispatcher
-from tunebench.kernels.compressed_matmul.family import ADDED_PARAMETERS, NAME
+from tunebench.kernels import complete_config
+from tunebench.kernels.compressed_matmul.family import NAME
 from tunebench.kernels.compressed_matmul.mlp import MODELS, Mlp
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.kernels.compressed_matmul.selection_file import SelectionFile, file_name, save_selection
@@ -68,8 +69,8 @@ def _ratio(numerator: float, denominator: float) -> str:
 
 
 def _describe(config: dict[str, Any]) -> str:
-    serial = config.get("decode_schedule", ADDED_PARAMETERS["decode_schedule"]) == "serial"
-    schedule = "serial" if serial else f"share {config['decode_sm_percent']} %"
+    config = complete_config(NAME, config)  # a config recorded before decode_schedule existed
+    schedule = "serial" if config["decode_schedule"] == "serial" else f"share {config['decode_sm_percent']} %"
     if config["pipeline"] == "decode_then_cublas":
         return f"decode_then_cublas, {schedule}"
     tile = "x".join(str(config[name]) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))

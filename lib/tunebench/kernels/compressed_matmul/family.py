@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from tunebench.kernels import numerics
+from tunebench.kernels import complete_config, numerics
 from tunebench.kernels.compressed_matmul import compact, decoders, reconstruct, synthetic
 from tunebench.kernels.compressed_matmul.device import DeviceWeight, to_device
 from tunebench.kernels.compressed_matmul.format import bits_to_bf16
@@ -39,8 +39,11 @@ TOLERANCE = {"bfloat16": 1e-2}  # as the GEMM's: one BF16 rounding of the output
 LAUNCH_PARAMETERS = ("decode_sm_percent", "decode_schedule")
 relative_error = numerics.relative_error  # ||out - ref|| / ||ref|| in fp64; inf on NaN or inf
 DECODE_SM_PERCENT = (50, 100)  # the decoder's share of the SMs; 25 % was never best on an H100
-DECODE_SCHEDULES = ("overlapped", "serial")  # serial: the side stream's overlap slowed large batches on both GPUs
+DECODE_SCHEDULES = ("overlapped", "serial")  # serial: the side stream's overlap slowed decode_then_cublas on both GPUs
 ADDED_PARAMETERS = {"decode_schedule": "overlapped"}  # what configs recorded before stop 70 did
+# The most K that one loop step of all split-K programs covers: the space's largest BLOCK_K x SPLIT_K.
+_LARGEST_K_BLOCKS = math.prod(max(parameter.values) for parameter in reconstruct.matmul_parameters()
+                              if parameter.name in ("BLOCK_K", "SPLIT_K"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,7 +150,7 @@ def run(config: Mapping[str, Any], inputs: CompressedMatmulInputs) -> torch.Tens
     """One steady-state step of the configured pipeline into inputs.out. The first call with a config decodes the
     current buffer with that config's decoder first, so the checked output depends on it; a serial step decodes it
     again on every call."""
-    config = {**ADDED_PARAMETERS, **config}
+    config = complete_config(NAME, config)
     pipeline = config["pipeline"]
     projection = inputs.projections[pipeline]
     programs = decoder_programs(config["decode_sm_percent"], inputs.sm_count)
@@ -178,10 +181,10 @@ def compile_only(config: Mapping[str, Any], shape: tuple[int, ...], dtype: str) 
 
 def specialization(shape: tuple[int, ...]) -> tuple[bool | int, ...]:
     """The part of a shape that selects distinct binaries: Triton specializes the kernels' N, K (and strides equal to
-    them) on == 1 and divisibility by 16, M is exempt; and the matmul's EVEN_K (K a multiple of BLOCK_K x SPLIT_K, at
-    most 512) follows from the largest power of two, up to 512, that divides K."""
+    them) on == 1 and divisibility by 16, M is exempt; and the matmul's EVEN_K (K a multiple of BLOCK_K x SPLIT_K,
+    powers of two) follows from the largest power of two that divides K, up to the space's largest BLOCK_K x SPLIT_K."""
     _, n, k = check_shape(shape)
-    return (*(flag for value in (n, k) for flag in (value == 1, value % 16 == 0)), min(k & -k, 512))
+    return (*(flag for value in (n, k) for flag in (value == 1, value % 16 == 0)), min(k & -k, _LARGEST_K_BLOCKS))
 
 
 # ---------------------------------------------------------------------------------------------
