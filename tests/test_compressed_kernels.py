@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tunebench.kernels.compressed_matmul import compact, decoders, format, reconstruct, schedule, synthetic
+from tunebench.kernels.compressed_matmul import compact, decoders, format, huffman, reconstruct, schedule, synthetic
 from tunebench.kernels.compressed_matmul.device import to_device
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES, get_pipeline
 from tunebench.kernels.compressed_matmul.stream import StreamLayout
@@ -65,6 +65,28 @@ def test_decoders_are_exact_under_the_interpreter(make_bits, shape, programs):
 @CPU_ONLY
 def test_decoders_with_the_default_layout():
     check_decoders(weights_with_outliers((256, 160)), StreamLayout(), 2, "cpu")  # 20 KiB of codes: 2 chunks
+
+
+def longest_code_lengths(counts, max_length):
+    """A complete code that gives the two most frequent symbols 15 bits and the others 1 to 14."""
+    lengths = np.zeros(len(counts), dtype=np.uint8)
+    order = np.argsort(-np.asarray(counts), kind="stable")
+    lengths[order[:2]] = 15
+    lengths[order[2:]] = np.arange(1, len(counts) - 1)
+    return lengths
+
+
+@CPU_ONLY
+def test_decoders_read_two_longest_codes_every_step(monkeypatch):
+    # Two exponents only, coded in 15 bits each: every step reads 30 bits, the most the bit buffer holds after a refill.
+    monkeypatch.setattr(huffman, "code_lengths", longest_code_lengths)
+    rng = np.random.default_rng(0)
+    bits = format.join_bits(rng.choice(np.array([120, 121], dtype=np.uint8), (64, 64)),
+                            rng.integers(0, 256, (64, 64), dtype=np.uint8))
+    layout = StreamLayout(lanes=16, steps=8, max_code_length=15)
+    stream = compact.compress(bits, layout).stream
+    assert stream.payload_bits() == 15 * bits.size  # a 15-bit code per weight
+    check_decoders(bits, layout, 3, "cpu")
 
 
 @triton.jit
@@ -228,9 +250,11 @@ def test_even_k_only_where_no_program_reads_a_k_block_past_k():
 
 
 def test_decoder_programs_follow_the_sm_share():
-    assert schedule.decoder_programs(100, 132) == 132
-    assert schedule.decoder_programs(25, 132) == 33
-    assert schedule.decoder_programs(1, 4) == 1
+    per_sm = decoders.DECODER.programs_per_sm
+    assert schedule.decoder_programs(100, 132) == 132 * per_sm
+    assert schedule.decoder_programs(25, 132) == 33 * per_sm
+    assert schedule.decoder_programs(1, 4) == per_sm
+    assert schedule.decoder_programs(50, 10, decoders.DecoderSettings(programs_per_sm=3)) == 15
     with pytest.raises(ValueError, match="sm_percent=0"):
         schedule.decoder_programs(0, 132)
 

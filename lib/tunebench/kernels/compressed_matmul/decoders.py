@@ -2,8 +2,9 @@
 weights, on a persistent grid whose size is the SM-split knob; and the patch of verbatim groups.
 
 Each program takes `chunks_per_program` chunks at a time, one lane of the stream per (chunk, lane) element; at
-each step a lane reads a 64-bit window at its bit position, looks its two nibbles up in the decode table and
-writes one code byte (or two exponent bytes, or two BF16 weights: rows 2r and 2r + 1 of one column).
+each step a lane tops up a 64-bit buffer of its next bits by a word when fewer than 32 are left, looks its two nibbles
+up in the decode table and writes one code byte (or two exponent bytes, or two BF16 weights: rows 2r and 2r + 1 of one
+column).
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ _OUTPUT_ID = {name: index for index, name in enumerate(OUTPUTS)}
 class DecoderSettings:
     """Launch settings of the decoders (not part of the format)."""
 
-    # A program per SM: 16 chunks x 128 lanes on 16 warps (4 lanes a thread) keeps enough independent gathers in
-    # flight to hide their latency; a Llama MLP weight (1,792 chunks) is then one wave of 112 programs.
-    chunks_per_program: int = 16
-    num_warps: int = 16
+    # One chunk of 128 lanes on 2 warps (2 lanes a thread), 16 programs for each SM of the share: 32 warps an SM keep
+    # more gathers in flight than one program of 16 chunks on 16 warps did, and a Llama MLP weight's 1,792 chunks
+    # spread over every SM instead of 112 programs (docs/compressed_matmul.md, "A bit buffer in the stream decoder").
+    chunks_per_program: int = 1
+    num_warps: int = 2
+    programs_per_sm: int = 16
     patch_groups_per_block: int = 16
 
 
@@ -57,17 +60,30 @@ def decode_stream_kernel(
         bits = tl.load(lane_bits_ptr + chunk * LANES + lane, mask=live, other=0).to(tl.int64)
         start = tl.load(chunk_starts_ptr + chunk, mask=live, other=0)
         position = start * 32 + tl.cumsum(bits, axis=1) - bits
+        # A 64-bit buffer of the lane's next bits, MSB first: `valid` of them are the stream's. A step reads at
+        # most 2 x MAX_CODE_LENGTH <= 30 bits, so refilling 32 whenever fewer than 32 are left keeps it full enough,
+        # and a lane loads a word every few steps instead of a 64-bit window every step.
+        word = position >> 5
+        high = tl.load(words_ptr + word, mask=live, other=0).to(tl.uint32, bitcast=True).to(tl.uint64)
+        low = tl.load(words_ptr + word + 1, mask=live, other=0).to(tl.uint32, bitcast=True).to(tl.uint64)
+        buffer = ((high << 32) | low) << (position & 31).to(tl.uint64)
+        valid = 64 - (position & 31).to(tl.int32)
+        next_word = word + 2
         byte = chunk.to(tl.int64) * (LANES * STEPS) + lane
         for _ in range(STEPS):
-            word = position >> 5
-            high = tl.load(words_ptr + word, mask=live, other=0).to(tl.uint32, bitcast=True).to(tl.uint64)
-            low = tl.load(words_ptr + word + 1, mask=live, other=0).to(tl.uint32, bitcast=True).to(tl.uint64)
-            window = ((high << 32) | low) << (position & 31).to(tl.uint64)
-            first_entry = tl.load(table_ptr + (window >> (64 - MAX_CODE_LENGTH)).to(tl.int32))
+            refill = valid < 32
+            incoming = tl.load(words_ptr + next_word, mask=live & refill, other=0)
+            incoming = incoming.to(tl.uint32, bitcast=True).to(tl.uint64)
+            buffer |= incoming << tl.where(refill, 32 - valid, 0).to(tl.uint64)
+            valid += tl.where(refill, 32, 0)
+            next_word += refill.to(tl.int64)
+            first_entry = tl.load(table_ptr + (buffer >> (64 - MAX_CODE_LENGTH)).to(tl.int32))
             first_length = (first_entry >> 4) & 15
-            window = window << first_length.to(tl.uint64)
-            second_entry = tl.load(table_ptr + (window >> (64 - MAX_CODE_LENGTH)).to(tl.int32))
-            position += (first_length + ((second_entry >> 4) & 15)).to(tl.int64)
+            second_entry = tl.load(table_ptr + ((buffer << first_length.to(tl.uint64)) >> (64 - MAX_CODE_LENGTH))
+                                   .to(tl.int32))
+            consumed = first_length + ((second_entry >> 4) & 15)
+            buffer = buffer << consumed.to(tl.uint64)
+            valid -= consumed
             written = live & (byte < num_bytes)
             if OUTPUT == 0:
                 tl.store(out_ptr + byte, ((first_entry & 15) | ((second_entry & 15) << 4)).to(tl.uint8), mask=written)
@@ -141,8 +157,9 @@ def _launch_arguments(layout: StreamLayout, output: str, settings: DecoderSettin
 
 def decode(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
            settings: DecoderSettings = DECODER) -> torch.Tensor:
-    """Decode the stream of `weight` into `out` on `programs` persistent programs (the SM-split knob: a program
-    per SM it may use), then patch the verbatim groups (exponent and BF16 outputs)."""
+    """Decode the stream of `weight` into `out` on `programs` persistent programs (the SM-split knob:
+    `schedule.decoder_programs` gives `settings.programs_per_sm` for each SM it may use), then patch the verbatim
+    groups (exponent and BF16 outputs)."""
     _check_output(weight, output, out)
     if programs < 1:
         raise ValueError(f"programs={programs!r} is not allowed; allowed: an int >= 1")

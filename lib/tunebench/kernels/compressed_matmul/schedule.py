@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from tunebench.kernels.compressed_matmul.decoders import DECODER, DecoderSettings
 from tunebench.kernels.compressed_matmul.device import DeviceWeight
 from tunebench.kernels.compressed_matmul.pipelines import Pipeline
 
@@ -21,11 +22,12 @@ def sm_count(device: torch.device | str) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
 
 
-def decoder_programs(sm_percent: int, sms: int) -> int:
-    """Programs of the persistent decoder grid for a share of `sms` SMs: one per SM it may use."""
+def decoder_programs(sm_percent: int, sms: int, settings: DecoderSettings = DECODER) -> int:
+    """Programs of the persistent decoder grid for a share of `sms` SMs: `settings.programs_per_sm` for each SM it
+    may use."""
     if not 1 <= sm_percent <= 100:
         raise ValueError(f"sm_percent={sm_percent!r} is not allowed; allowed: 1 to 100")
-    return max(1, sms * sm_percent // 100)
+    return max(1, sms * sm_percent // 100) * settings.programs_per_sm
 
 
 def overlapped(decode_next: Callable[[], object], multiply_current: Callable[[], object],
