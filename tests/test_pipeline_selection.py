@@ -498,9 +498,10 @@ def test_the_serial_configs_file_holds_the_spaces_serial_configs():
     assert recorded == [config for config in CONFIGS if config["decode_schedule"] == "serial"]
 
 
-def test_serial_decoding_made_the_h200_dispatch_faster_at_batch_1024_only():
-    """The widened H200 sweep: at batch 1024 every projection runs decode_then_cublas serially, 1.3x faster than the
-    best overlapped config of each; at the smaller batches the dispatch keeps direct_palette."""
+def test_the_h200_dispatch_decodes_fully_at_batch_1024_and_exponents_at_256():
+    """The H200 sweep of stop 71 (the bit-buffer decoder): at batch 1024 every projection runs decode_then_cublas
+    serially, 1.1x faster than the best overlapped configs (1.4x before the bit buffer sped the overlapped decode up
+    more); at 256 every projection decodes the exponents; at the smaller batches the dispatch keeps direct_palette."""
     dataset = load_dataset(REPOSITORY / "results" / "datasets" / "compressed_matmul_bfloat16_h200.parquet",
                            kernel=family.NAME)
     path = REPOSITORY / "results" / "pipeline_selection" / "llama-3.1-8b__nvidia_h200.json"
@@ -508,7 +509,8 @@ def test_serial_decoding_made_the_h200_dispatch_faster_at_batch_1024_only():
     for bucket in selection.tuning.buckets:
         choices = bucket.projections
         if bucket.batch < 1024:
-            assert {choice.choice.pipeline for choice in choices.values()} == {"direct_palette"}
+            expected = "decode_exponents" if bucket.batch == 256 else "direct_palette"
+            assert {choice.choice.pipeline for choice in choices.values()} == {expected}
             continue
         assert {(c.choice.pipeline, c.choice.config["decode_schedule"]) for c in choices.values()} == {
             ("decode_then_cublas", "serial")}
@@ -517,7 +519,7 @@ def test_serial_decoding_made_the_h200_dispatch_faster_at_batch_1024_only():
         for projection in LLAMA_3_1_8B.projections:
             task = dataset.task(projection.shape(bucket.batch))
             overlapped += task.loc[task["decode_schedule"] == "overlapped", "latency_ms"].min()
-        assert overlapped / step > 1.3
+        assert overlapped / step > 1.05
 
 
 def test_the_recorded_h200_dataset_holds_every_config_on_every_llama_shape():
