@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 from tunebench.kernels.compressed_matmul import compact, decoders, format, huffman, reconstruct, schedule, synthetic
-from tunebench.kernels.compressed_matmul.device import to_device, verbatim_ranks
+from tunebench.kernels.compressed_matmul.device import to_device
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES, get_pipeline
 from tunebench.kernels.compressed_matmul.stream import StreamLayout
 
@@ -65,11 +65,6 @@ def test_decoders_are_exact_under_the_interpreter(make_bits, shape, programs):
 @CPU_ONLY
 def test_decoders_with_the_default_layout():
     check_decoders(weights_with_outliers((256, 160)), StreamLayout(), 2, "cpu")  # 20 KiB of codes: 2 chunks
-
-
-def test_verbatim_ranks_count_the_groups_before_each_flag_byte():
-    flags = np.array([[0b101, 0], [0b1, 0b11]], dtype=np.uint8)  # column 0: groups 0, 2 and 8; column 1: 8 and 9
-    np.testing.assert_array_equal(verbatim_ranks(flags, np.array([0, 3, 5])), [[0, 3], [2, 3]])
 
 
 def longest_code_lengths(counts, max_length):

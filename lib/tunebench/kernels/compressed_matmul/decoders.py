@@ -1,12 +1,10 @@
 """Triton decoders of the compact form: the entropy-coded stream to palette codes, to exponent bytes or to BF16
-weights (verbatim groups' exponents looked up as they are written), on a persistent grid whose size is the SM-split
-knob.
+weights, on a persistent grid whose size is the SM-split knob; and the patch of verbatim groups.
 
 Each program takes `chunks_per_program` chunks at a time, one lane of the stream per (chunk, lane) element; at
 each step a lane tops up a 64-bit buffer of its next bits by a word when fewer than 32 are left, looks its two nibbles
 up in the decode table and writes one code byte (or two exponent bytes, or two BF16 weights: rows 2r and 2r + 1 of one
-column). For those, a lane whose pair lies in a verbatim group (its flag bit) takes the pair's exponents from the
-group's raw bytes instead, found by the column's rank of the flag byte plus the set bits below its own.
+column).
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ class DecoderSettings:
     chunks_per_program: int = 1
     num_warps: int = 2
     programs_per_sm: int = 16
+    patch_groups_per_block: int = 16
 
 
 DECODER = DecoderSettings()
@@ -45,19 +44,12 @@ def _bf16_bits(exponent, sign_mantissa):
     return (((sign_mantissa & 0x80) << 8) | (exponent << 7) | (sign_mantissa & 0x7F)).to(tl.int16)
 
 
-@triton.jit
-def _set_bits(byte):
-    byte = byte - ((byte >> 1) & 0x55)
-    byte = (byte & 0x33) + ((byte >> 2) & 0x33)
-    return (byte + (byte >> 4)) & 0x0F
-
-
 @triton.jit(do_not_specialize=["num_chunks"])
 def decode_stream_kernel(
-    words_ptr, chunk_starts_ptr, lane_bits_ptr, table_ptr, sign_mantissa_ptr, flags_ptr, ranks_ptr, verbatim_ptr,
-    out_ptr, num_chunks, num_bytes, K, N,
+    words_ptr, chunk_starts_ptr, lane_bits_ptr, table_ptr, sign_mantissa_ptr, out_ptr,
+    num_chunks, num_bytes, K, N,
     OUTPUT: tl.constexpr, LANES: tl.constexpr, STEPS: tl.constexpr, MAX_CODE_LENGTH: tl.constexpr,
-    CHUNKS_PER_PROGRAM: tl.constexpr, EXPONENT_SHIFT: tl.constexpr, GROUP_ROWS: tl.constexpr,
+    CHUNKS_PER_PROGRAM: tl.constexpr, EXPONENT_SHIFT: tl.constexpr,
 ):
     lane = tl.arange(0, LANES)[None, :]
     within = tl.arange(0, CHUNKS_PER_PROGRAM)[:, None]
@@ -102,17 +94,6 @@ def decode_stream_kernel(
                 odd_written = written & (2 * row_pair + 1 < K)
                 first_exponent = (first_entry >> EXPONENT_SHIFT) & 255
                 second_exponent = (second_entry >> EXPONENT_SHIFT) & 255
-                # Rows 2r and 2r + 1 lie in one group; a verbatim group's codes are 0, its exponents stored raw.
-                group = (2 * row_pair) // GROUP_ROWS
-                flag_offset = (group // 8) * N + (byte - row_pair * N)
-                flag_byte = tl.load(flags_ptr + flag_offset, mask=even_written, other=0).to(tl.int32)
-                bit = (group % 8).to(tl.int32)
-                verbatim = even_written & (((flag_byte >> bit) & 1) == 1)
-                rank = tl.load(ranks_ptr + flag_offset, mask=verbatim, other=0) + _set_bits(flag_byte & ((1 << bit) - 1))
-                raw = verbatim_ptr + rank.to(tl.int64) * GROUP_ROWS + (2 * row_pair) % GROUP_ROWS
-                first_exponent = tl.where(verbatim, tl.load(raw, mask=verbatim, other=0).to(tl.int32), first_exponent)
-                second_exponent = tl.where(verbatim, tl.load(raw + 1, mask=verbatim & odd_written, other=0).to(tl.int32),
-                                           second_exponent)
                 if OUTPUT == 1:
                     tl.store(out_ptr + even, first_exponent.to(tl.uint8), mask=even_written)
                     tl.store(out_ptr + even + N, second_exponent.to(tl.uint8), mask=odd_written)
@@ -122,6 +103,29 @@ def decode_stream_kernel(
                     tl.store(out_ptr + even, _bf16_bits(first_exponent, first_sm), mask=even_written)
                     tl.store(out_ptr + even + N, _bf16_bits(second_exponent, second_sm), mask=odd_written)
             byte += LANES
+
+
+@triton.jit(do_not_specialize=["num_groups"])
+def patch_verbatim_kernel(
+    groups_ptr, verbatim_ptr, sign_mantissa_ptr, out_ptr, num_groups, K, N,
+    OUTPUT: tl.constexpr, GROUP_ROWS: tl.constexpr, GROUPS_PER_BLOCK: tl.constexpr,
+):
+    row = tl.arange(0, GROUP_ROWS)[None, :]
+    within = tl.arange(0, GROUPS_PER_BLOCK)[:, None]
+    for first in range(tl.program_id(0) * GROUPS_PER_BLOCK, num_groups, tl.num_programs(0) * GROUPS_PER_BLOCK):
+        group = first + within
+        live = group < num_groups
+        group_row = tl.load(groups_ptr + group * 2, mask=live, other=0)
+        column = tl.load(groups_ptr + group * 2 + 1, mask=live, other=0)
+        k = group_row * GROUP_ROWS + row
+        inside = live & (k < K)
+        exponent = tl.load(verbatim_ptr + group * GROUP_ROWS + row, mask=inside, other=0).to(tl.int32)
+        offset = k.to(tl.int64) * N + column
+        if OUTPUT == 1:
+            tl.store(out_ptr + offset, exponent.to(tl.uint8), mask=inside)
+        else:
+            sign_mantissa = tl.load(sign_mantissa_ptr + offset, mask=inside, other=0).to(tl.int32)
+            tl.store(out_ptr + offset, _bf16_bits(exponent, sign_mantissa), mask=inside)
 
 
 def _output_spec(weight: DeviceWeight, output: str) -> tuple[tuple[int, ...], torch.dtype]:
@@ -148,33 +152,44 @@ def _check_output(weight: DeviceWeight, output: str, out: torch.Tensor) -> None:
 def _launch_arguments(layout: StreamLayout, output: str, settings: DecoderSettings) -> dict:
     return {"OUTPUT": _OUTPUT_ID[output], "LANES": layout.lanes, "STEPS": layout.steps,
             "MAX_CODE_LENGTH": layout.max_code_length, "CHUNKS_PER_PROGRAM": settings.chunks_per_program,
-            "EXPONENT_SHIFT": EXPONENT_SHIFT, "GROUP_ROWS": GROUP_ROWS, "num_warps": settings.num_warps}
+            "EXPONENT_SHIFT": EXPONENT_SHIFT, "num_warps": settings.num_warps}
 
 
 def decode(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
            settings: DecoderSettings = DECODER) -> torch.Tensor:
     """Decode the stream of `weight` into `out` on `programs` persistent programs (the SM-split knob:
-    `schedule.decoder_programs` gives `settings.programs_per_sm` for each SM it may use), verbatim groups included."""
+    `schedule.decoder_programs` gives `settings.programs_per_sm` for each SM it may use), then patch the verbatim
+    groups (exponent and BF16 outputs)."""
     _check_output(weight, output, out)
     if programs < 1:
         raise ValueError(f"programs={programs!r} is not allowed; allowed: an int >= 1")
     rows, columns = weight.shape
     target = out.view(torch.int16) if output == "bfloat16" else out
     decode_stream_kernel[(programs,)](
-        weight.words, weight.chunk_starts, weight.lane_bits, weight.decode_table, weight.sign_mantissa,
-        weight.verbatim_flags, weight.verbatim_ranks, weight.verbatim_exponents, target,
+        weight.words, weight.chunk_starts, weight.lane_bits, weight.decode_table, weight.sign_mantissa, target,
         weight.chunks, weight.num_bytes, rows, columns, **_launch_arguments(weight.layout, output, settings))
+    if output != "codes" and weight.verbatim_count:
+        blocks = triton.cdiv(weight.verbatim_count, settings.patch_groups_per_block)
+        patch_verbatim_kernel[(min(programs, blocks),)](
+            weight.verbatim_groups, weight.verbatim_exponents, weight.sign_mantissa, target,
+            weight.verbatim_count, rows, columns, OUTPUT=_OUTPUT_ID[output], GROUP_ROWS=GROUP_ROWS,
+            GROUPS_PER_BLOCK=settings.patch_groups_per_block)
     return out
 
 
 def compile_decoder(output: str, shape: tuple[int, int], layout: StreamLayout = StreamLayout(),
                     settings: DecoderSettings = DECODER) -> None:
-    """Compile the stream decoder for `output` and a (K, N) weight without launching."""
+    """Compile the stream decoder (and the verbatim patch) for `output` and a (K, N) weight without launching."""
     if output not in OUTPUTS:
         raise ValueError(f"unknown decoder output {output!r}; allowed: {', '.join(OUTPUTS)}")
     rows, columns = shape
     num_bytes = -(-rows // GROUP_ROWS) * GROUP_ROWS // 2 * columns
     target = torch.int16 if output == "bfloat16" else torch.uint8
     decode_stream_kernel.warmup(
-        torch.int32, torch.int64, torch.int16, torch.int32, torch.uint8, torch.uint8, torch.int32, torch.uint8, target,
-        2, num_bytes, rows, columns, grid=(1,), **_launch_arguments(layout, output, settings))
+        torch.int32, torch.int64, torch.int16, torch.int32, torch.uint8, target,
+        2, num_bytes, rows, columns, grid=(1,),
+        **_launch_arguments(layout, output, settings))
+    if output != "codes":
+        patch_verbatim_kernel.warmup(
+            torch.int32, torch.uint8, torch.uint8, target, 2, rows, columns, grid=(1,),
+            OUTPUT=_OUTPUT_ID[output], GROUP_ROWS=GROUP_ROWS, GROUPS_PER_BLOCK=settings.patch_groups_per_block)

@@ -30,8 +30,6 @@ class DeviceWeight:
     verbatim_flags: torch.Tensor  # uint8 (ceil(groups / 8), N)
     verbatim_groups: torch.Tensor  # int32 (max(V, 1), 2): (group row, column), sorted by column
     verbatim_column_starts: torch.Tensor  # int32 (N + 1,)
-    verbatim_ranks: torch.Tensor  # int32 (ceil(groups / 8), N): index of the first verbatim group of column n at or
-    # after group 8b, so a decoder finds a flagged group's exponents from its flag byte (derived, not stored)
     verbatim_exponents: torch.Tensor  # uint8 (max(V, 1), 64)
     verbatim_count: int
     palette_words: torch.Tensor  # int32 (4,): the 16 palette exponents, 4 a word, little-endian
@@ -50,14 +48,6 @@ def _at_least_one_row(array: np.ndarray) -> np.ndarray:
     return array if len(array) else np.zeros((1,) + array.shape[1:], dtype=array.dtype)
 
 
-def verbatim_ranks(flags: np.ndarray, column_starts: np.ndarray) -> np.ndarray:
-    """Per flag byte (b, n), the index in the verbatim arrays of column n's first verbatim group from group 8b on:
-    the column's start plus the flags set in its earlier bytes."""
-    set_bits = np.unpackbits(flags[..., None], axis=-1).sum(axis=-1, dtype=np.int64)
-    before = np.cumsum(set_bits, axis=0) - set_bits
-    return (column_starts[None, :-1] + before).astype(np.int32)
-
-
 def to_device(weight: CompactWeight, device: str | torch.device) -> DeviceWeight:
     """Copy a compact weight (and its palette form's codes) to `device`."""
     palette_form, stream = weight.palette_form, weight.stream
@@ -74,7 +64,6 @@ def to_device(weight: CompactWeight, device: str | torch.device) -> DeviceWeight
         verbatim_flags=tensor(palette_form.verbatim_flags),
         verbatim_groups=tensor(_at_least_one_row(palette_form.verbatim_groups)),
         verbatim_column_starts=tensor(palette_form.verbatim_column_starts),
-        verbatim_ranks=tensor(verbatim_ranks(palette_form.verbatim_flags, palette_form.verbatim_column_starts)),
         verbatim_exponents=tensor(_at_least_one_row(palette_form.verbatim_exponents)),
         verbatim_count=len(palette_form.verbatim_groups),
         palette_words=tensor(palette_form.palette.astype(np.uint8).view("<i4")),
