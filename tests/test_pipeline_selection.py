@@ -428,7 +428,8 @@ def test_read_split_is_a_row_per_projection_batch_and_pipeline(tmp_path):
 RECORDED_SPLITS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200", "h200_before_row_pairs": "NVIDIA H200",
                    "h200_row_pairs_selects": "NVIDIA H200", "h200_row_pairs_permutes": "NVIDIA H200",
                    "h200_before_even_k": "NVIDIA H200", "h200_and_even_k": "NVIDIA H200",
-                   "h200_before_bit_buffer": "NVIDIA H200"}
+                   "h200_before_bit_buffer": "NVIDIA H200", "h200_before_fused_lookup": "NVIDIA H200",
+                   "h200_fused_lookup": "NVIDIA H200"}
 
 
 def palette_matmul(name):
@@ -469,18 +470,28 @@ def test_the_verbatim_and_and_whole_k_tiles_speed_gate_and_up_at_decode_batches(
     assert palette_matmul("h200_row_pairs_permutes").div(before).between(0.97, 1.03).all()  # two sittings agree
 
 
+def indexed_split(name):
+    table = read_split(REPOSITORY / "results" / "compressed_pipelines" / f"{name}.json", gpu="NVIDIA H200").table
+    return table.set_index(["projection", "batch", "pipeline"]).sort_index()
+
+
 def test_the_bit_buffer_made_every_decoder_output_faster():
     """A third H200 sitting (stop 71) timed aa3e8d5's library, then the bit-buffer decoder at its new launch settings:
     decoding to BF16 1.4x faster for every projection, exponents 1.6x, palette codes 1.7x; the matmuls unchanged."""
-    def split(name):
-        table = read_split(REPOSITORY / "results" / "compressed_pipelines" / f"{name}.json", gpu="NVIDIA H200").table
-        return table.set_index(["projection", "batch", "pipeline"])
-
-    before, now = split("h200_before_bit_buffer"), split("h200")
+    before, now = indexed_split("h200_before_bit_buffer"), indexed_split("h200")
     decoding = (before["preprocess_ms"] / now["preprocess_ms"]).dropna().groupby(level="pipeline").min()
     assert decoding["decode_then_cublas"] > 1.4 and decoding["decode_exponents"] > 1.6
     assert decoding["transcode_palette"] > 1.7
     assert (before["matmul_ms"] / now["matmul_ms"]).between(0.9, 1.1).all()
+
+
+def test_the_fused_verbatim_lookup_slowed_the_decoders_it_touched():
+    """Why d18da27 was reverted: in one H200 sitting (stop 71) looking the verbatim exponents up inside the decoder
+    made decoding to BF16 and to exponents slower in every cell; the codes, which it left alone, kept their speed."""
+    before, fused = indexed_split("h200_before_fused_lookup"), indexed_split("h200_fused_lookup")
+    speed = (before["preprocess_ms"] / fused["preprocess_ms"]).dropna().groupby(level="pipeline").agg(["min", "max"])
+    assert speed.loc["decode_then_cublas", "max"] < 0.7 and speed.loc["decode_exponents", "max"] < 0.45
+    assert 0.97 < speed.loc["transcode_palette", "min"] and speed.loc["transcode_palette", "max"] < 1.03
 
 
 def test_a_selection_file_from_before_the_decode_schedule_reads_as_overlapped():
