@@ -511,8 +511,9 @@ def test_the_serial_configs_file_holds_the_spaces_serial_configs():
 
 def test_the_h200_dispatch_decodes_fully_at_batch_1024_and_exponents_at_256():
     """The H200 sweep of stop 71 (the bit-buffer decoder): at batch 1024 every projection runs decode_then_cublas
-    serially, 1.1x faster than the best overlapped configs (1.4x before the bit buffer sped the overlapped decode up
-    more); at 256 every projection decodes the exponents; at the smaller batches the dispatch keeps direct_palette."""
+    serially, 1.1x faster than the best overlapped configs (1.4x in stop 70's sweep: the bit buffer sped the overlapped
+    decode up more); at 256 every projection decodes the exponents; at the smaller batches the dispatch keeps
+    direct_palette."""
     dataset = load_dataset(REPOSITORY / "results" / "datasets" / "compressed_matmul_bfloat16_h200.parquet",
                            kernel=family.NAME)
     path = REPOSITORY / "results" / "pipeline_selection" / "llama-3.1-8b__nvidia_h200.json"
