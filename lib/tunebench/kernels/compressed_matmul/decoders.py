@@ -34,6 +34,7 @@ class DecoderSettings:
     num_warps: int = 2
     programs_per_sm: int = 16
     patch_groups_per_block: int = 16
+    patch_num_warps: int = 4
 
 
 DECODER = DecoderSettings()
@@ -155,25 +156,43 @@ def _launch_arguments(layout: StreamLayout, output: str, settings: DecoderSettin
             "EXPONENT_SHIFT": EXPONENT_SHIFT, "num_warps": settings.num_warps}
 
 
-def decode(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
-           settings: DecoderSettings = DECODER) -> torch.Tensor:
-    """Decode the stream of `weight` into `out` on `programs` persistent programs (the SM-split knob:
-    `schedule.decoder_programs` gives `settings.programs_per_sm` for each SM it may use), then patch the verbatim
-    groups (exponent and BF16 outputs)."""
+def launch_stream_decoder(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
+                          settings: DecoderSettings = DECODER) -> object:
+    """Queue the stream kernel alone: every code byte of `weight` decoded into `out` (verbatim groups left as their
+    code 0 decodes), on `programs` persistent programs. Returns Triton's compiled kernel (`n_regs`, `n_spills`)."""
     _check_output(weight, output, out)
     if programs < 1:
         raise ValueError(f"programs={programs!r} is not allowed; allowed: an int >= 1")
     rows, columns = weight.shape
     target = out.view(torch.int16) if output == "bfloat16" else out
-    decode_stream_kernel[(programs,)](
+    return decode_stream_kernel[(programs,)](
         weight.words, weight.chunk_starts, weight.lane_bits, weight.decode_table, weight.sign_mantissa, target,
         weight.chunks, weight.num_bytes, rows, columns, **_launch_arguments(weight.layout, output, settings))
-    if output != "codes" and weight.verbatim_count:
-        blocks = triton.cdiv(weight.verbatim_count, settings.patch_groups_per_block)
-        patch_verbatim_kernel[(min(programs, blocks),)](
-            weight.verbatim_groups, weight.verbatim_exponents, weight.sign_mantissa, target,
-            weight.verbatim_count, rows, columns, OUTPUT=_OUTPUT_ID[output], GROUP_ROWS=GROUP_ROWS,
-            GROUPS_PER_BLOCK=settings.patch_groups_per_block)
+
+
+def launch_verbatim_patch(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
+                          settings: DecoderSettings = DECODER) -> object:
+    """Queue the patch of the verbatim groups alone (exponent and BF16 outputs; nothing for codes or when the weight
+    has none), on at most `programs` programs. Returns Triton's compiled kernel, or None when nothing ran."""
+    _check_output(weight, output, out)
+    if output == "codes" or not weight.verbatim_count:
+        return None
+    rows, columns = weight.shape
+    target = out.view(torch.int16) if output == "bfloat16" else out
+    blocks = triton.cdiv(weight.verbatim_count, settings.patch_groups_per_block)
+    return patch_verbatim_kernel[(max(1, min(programs, blocks)),)](
+        weight.verbatim_groups, weight.verbatim_exponents, weight.sign_mantissa, target,
+        weight.verbatim_count, rows, columns, OUTPUT=_OUTPUT_ID[output], GROUP_ROWS=GROUP_ROWS,
+        GROUPS_PER_BLOCK=settings.patch_groups_per_block, num_warps=settings.patch_num_warps)
+
+
+def decode(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
+           settings: DecoderSettings = DECODER) -> torch.Tensor:
+    """Decode the stream of `weight` into `out` on `programs` persistent programs (the SM-split knob:
+    `schedule.decoder_programs` gives `settings.programs_per_sm` for each SM it may use), then patch the verbatim
+    groups (exponent and BF16 outputs)."""
+    launch_stream_decoder(weight, output, out, programs, settings)
+    launch_verbatim_patch(weight, output, out, programs, settings)
     return out
 
 
@@ -192,4 +211,5 @@ def compile_decoder(output: str, shape: tuple[int, int], layout: StreamLayout = 
     if output != "codes":
         patch_verbatim_kernel.warmup(
             torch.int32, torch.uint8, torch.uint8, target, 2, rows, columns, grid=(1,),
-            OUTPUT=_OUTPUT_ID[output], GROUP_ROWS=GROUP_ROWS, GROUPS_PER_BLOCK=settings.patch_groups_per_block)
+            OUTPUT=_OUTPUT_ID[output], GROUP_ROWS=GROUP_ROWS, GROUPS_PER_BLOCK=settings.patch_groups_per_block,
+            num_warps=settings.patch_num_warps)
