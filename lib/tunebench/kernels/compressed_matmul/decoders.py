@@ -54,6 +54,9 @@ def decode_stream_kernel(
 ):
     lane = tl.arange(0, LANES)[None, :]
     within = tl.arange(0, CHUNKS_PER_PROGRAM)[:, None]
+    # A step moves every lane LANES bytes on: whole rows of row pairs plus columns, with at most one carry.
+    rows_a_step = LANES // N
+    columns_a_step = LANES % N
     # Persistent grid: the launch picks how many programs (the SM share); each loops over chunks.
     for first in range(tl.program_id(0) * CHUNKS_PER_PROGRAM, num_chunks, tl.num_programs(0) * CHUNKS_PER_PROGRAM):
         chunk = first + within
@@ -71,6 +74,8 @@ def decode_stream_kernel(
         valid = 64 - (position & 31).to(tl.int32)
         next_word = word + 2
         byte = chunk.to(tl.int64) * (LANES * STEPS) + lane
+        row_pair = (byte // N).to(tl.int32)  # the byte's place in the (padded K / 2) x N code matrix, divided once
+        column = (byte - row_pair.to(tl.int64) * N).to(tl.int32)
         for _ in range(STEPS):
             refill = valid < 32
             incoming = tl.load(words_ptr + next_word, mask=live & refill, other=0)
@@ -89,8 +94,7 @@ def decode_stream_kernel(
             if OUTPUT == 0:
                 tl.store(out_ptr + byte, ((first_entry & 15) | ((second_entry & 15) << 4)).to(tl.uint8), mask=written)
             else:
-                row_pair = byte // N
-                even = byte + row_pair * N  # element (2 * row_pair, column) of the K x N output
+                even = row_pair.to(tl.int64) * (2 * N) + column  # element (2 * row_pair, column) of the output
                 even_written = written & (2 * row_pair < K)
                 odd_written = written & (2 * row_pair + 1 < K)
                 first_exponent = (first_entry >> EXPONENT_SHIFT) & 255
@@ -104,6 +108,10 @@ def decode_stream_kernel(
                     tl.store(out_ptr + even, _bf16_bits(first_exponent, first_sm), mask=even_written)
                     tl.store(out_ptr + even + N, _bf16_bits(second_exponent, second_sm), mask=odd_written)
             byte += LANES
+            column += columns_a_step
+            carry = column >= N
+            column = tl.where(carry, column - N, column)
+            row_pair += rows_a_step + carry.to(tl.int32)
 
 
 @triton.jit(do_not_specialize=["num_groups"])
