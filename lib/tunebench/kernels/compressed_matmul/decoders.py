@@ -115,9 +115,9 @@ def decode_stream_kernel(
             valid -= consumed
             written = live & (byte < num_bytes)
             if OUTPUT == 0:
-                tl.store(out_ptr + byte, ((first_entry & 15) | ((second_entry & 15) << 4)).to(tl.uint8), mask=written)
+                tl.store(out_ptr + tl.max_contiguous(byte, [1, 1]), ((first_entry & 15) | ((second_entry & 15) << 4)).to(tl.uint8), mask=written)
             else:
-                even = row_pair.to(tl.int64) * (2 * N) + column  # element (2 * row_pair, column) of the output
+                even = tl.max_contiguous(row_pair.to(tl.int64) * (2 * N) + column, [1, 1])
                 even_written = written & (2 * row_pair < K)
                 odd_written = written & (2 * row_pair + 1 < K)
                 first_exponent = (first_entry >> EXPONENT_SHIFT) & 255
