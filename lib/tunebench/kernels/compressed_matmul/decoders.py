@@ -45,15 +45,6 @@ def _bf16_bits(exponent, sign_mantissa):
     return (((sign_mantissa & 0x80) << 8) | (exponent << 7) | (sign_mantissa & 0x7F)).to(tl.int16)
 
 
-@triton.jit
-def _sign_mantissa_pair(sign_mantissa_ptr, row_pair, column, written, K, N):
-    """The sign+mantissa bytes (int32) of rows 2 * row_pair and 2 * row_pair + 1 of `column`; 0 outside the weight."""
-    even = row_pair.to(tl.int64) * (2 * N) + column
-    first = tl.load(sign_mantissa_ptr + even, mask=written & (2 * row_pair < K), other=0).to(tl.int32)
-    second = tl.load(sign_mantissa_ptr + even + N, mask=written & (2 * row_pair + 1 < K), other=0).to(tl.int32)
-    return first, second
-
-
 @triton.jit(do_not_specialize=["num_chunks"])
 def decode_stream_kernel(
     words_ptr, chunk_starts_ptr, lane_bits_ptr, table_ptr, sign_mantissa_ptr, out_ptr,
@@ -74,37 +65,23 @@ def decode_stream_kernel(
         start = tl.load(chunk_starts_ptr + chunk, mask=live, other=0)
         position = start * 32 + tl.cumsum(bits, axis=1) - bits
         # A 64-bit buffer of the lane's next bits, MSB first: `valid` of them are the stream's. A step reads at
-        # most 2 x MAX_CODE_LENGTH <= 30 bits, so topping it up by a word whenever fewer than 32 are left keeps it
-        # full enough, and a lane loads a word every few steps. The word it tops up with was loaded at its previous
-        # refill (`ahead`), so no step waits on a load it issued itself (the stream keeps 2 spare words at its end).
+        # most 2 x MAX_CODE_LENGTH <= 30 bits, so refilling 32 whenever fewer than 32 are left keeps it full enough,
+        # and a lane loads a word every few steps instead of a 64-bit window every step.
         word = position >> 5
         high = tl.load(words_ptr + word, mask=live, other=0).to(tl.uint32, bitcast=True).to(tl.uint64)
         low = tl.load(words_ptr + word + 1, mask=live, other=0).to(tl.uint32, bitcast=True).to(tl.uint64)
-        ahead = tl.load(words_ptr + word + 2, mask=live, other=0)
         buffer = ((high << 32) | low) << (position & 31).to(tl.uint64)
         valid = 64 - (position & 31).to(tl.int32)
-        next_word = word + 3
+        next_word = word + 2
         byte = chunk.to(tl.int64) * (LANES * STEPS) + lane
         row_pair = (byte // N).to(tl.int32)  # the byte's place in the (padded K / 2) x N code matrix, divided once
         column = (byte - row_pair.to(tl.int64) * N).to(tl.int32)
-        if OUTPUT == 2:
-            first_sm, second_sm = _sign_mantissa_pair(sign_mantissa_ptr, row_pair, column, live & (byte < num_bytes),
-                                                      K, N)
         for _ in range(STEPS):
-            # The next step's place; for BF16, its sign+mantissa bytes are loaded now, a step before they are used.
-            next_byte = byte + LANES
-            next_column = column + columns_a_step
-            carry = next_column >= N
-            next_column = tl.where(carry, next_column - N, next_column)
-            next_row_pair = row_pair + rows_a_step + carry.to(tl.int32)
-            if OUTPUT == 2:
-                next_first_sm, next_second_sm = _sign_mantissa_pair(
-                    sign_mantissa_ptr, next_row_pair, next_column, live & (next_byte < num_bytes), K, N)
             refill = valid < 32
-            incoming = tl.where(refill, ahead, 0).to(tl.uint32, bitcast=True).to(tl.uint64)
+            incoming = tl.load(words_ptr + next_word, mask=live & refill, other=0)
+            incoming = incoming.to(tl.uint32, bitcast=True).to(tl.uint64)
             buffer |= incoming << tl.where(refill, 32 - valid, 0).to(tl.uint64)
             valid += tl.where(refill, 32, 0)
-            ahead = tl.load(words_ptr + next_word, mask=live & refill, other=ahead)
             next_word += refill.to(tl.int64)
             first_entry = tl.load(table_ptr + (buffer >> (64 - MAX_CODE_LENGTH)).to(tl.int32))
             first_length = (first_entry >> 4) & 15
@@ -115,9 +92,9 @@ def decode_stream_kernel(
             valid -= consumed
             written = live & (byte < num_bytes)
             if OUTPUT == 0:
-                tl.store(out_ptr + tl.max_contiguous(byte, [1, 1]), ((first_entry & 15) | ((second_entry & 15) << 4)).to(tl.uint8), mask=written)
+                tl.store(out_ptr + byte, ((first_entry & 15) | ((second_entry & 15) << 4)).to(tl.uint8), mask=written)
             else:
-                even = tl.max_contiguous(row_pair.to(tl.int64) * (2 * N) + column, [1, 1])
+                even = row_pair.to(tl.int64) * (2 * N) + column  # element (2 * row_pair, column) of the output
                 even_written = written & (2 * row_pair < K)
                 odd_written = written & (2 * row_pair + 1 < K)
                 first_exponent = (first_entry >> EXPONENT_SHIFT) & 255
@@ -126,10 +103,15 @@ def decode_stream_kernel(
                     tl.store(out_ptr + even, first_exponent.to(tl.uint8), mask=even_written)
                     tl.store(out_ptr + even + N, second_exponent.to(tl.uint8), mask=odd_written)
                 else:
+                    first_sm = tl.load(sign_mantissa_ptr + even, mask=even_written, other=0).to(tl.int32)
+                    second_sm = tl.load(sign_mantissa_ptr + even + N, mask=odd_written, other=0).to(tl.int32)
                     tl.store(out_ptr + even, _bf16_bits(first_exponent, first_sm), mask=even_written)
                     tl.store(out_ptr + even + N, _bf16_bits(second_exponent, second_sm), mask=odd_written)
-                    first_sm, second_sm = next_first_sm, next_second_sm
-            byte, column, row_pair = next_byte, next_column, next_row_pair
+            byte += LANES
+            column += columns_a_step
+            carry = column >= N
+            column = tl.where(carry, column - N, column)
+            row_pair += rows_a_step + carry.to(tl.int32)
 
 
 @triton.jit(do_not_specialize=["num_groups"])
