@@ -89,6 +89,38 @@ def test_decoders_read_two_longest_codes_every_step(monkeypatch):
     check_decoders(bits, layout, 3, "cpu")
 
 
+@CPU_ONLY
+def test_decoders_with_64_bit_offsets(monkeypatch):
+    # Weights this small use 32-bit offsets; the 64-bit path of larger ones must decode the same.
+    monkeypatch.setattr(decoders, "_narrow", lambda shape, words: False)
+    check_decoders(weights_with_outliers((130, 50)), SMALL, 3, "cpu")
+
+
+def test_offsets_are_narrow_only_while_they_fit_31_bits():
+    assert decoders._narrow((14336, 4096), 10**7)
+    assert decoders._narrow((2**15, 2**16 - 1), 0)  # 2**31 - 2**15 elements
+    assert not decoders._narrow((2**15, 2**16), 0)  # 2**31 elements: the last one's offset does not fit
+    assert not decoders._narrow((64, 64), 2**31)
+
+
+def test_the_stream_kernel_gets_no_program_without_a_chunk(monkeypatch):
+    grids = []
+
+    class Recorder:
+        def __getitem__(self, grid):
+            grids.append(grid)
+            return lambda *args, **kwargs: None
+
+    monkeypatch.setattr(decoders, "decode_stream_kernel", Recorder())
+    tensors = to_device(compact.compress(weights_with_outliers((256, 160)), SMALL), "cpu")
+    out = decoders.output_buffer(tensors, "codes")
+    decoders.launch_stream_decoder(tensors, "codes", out, 10 * tensors.chunks)
+    decoders.launch_stream_decoder(tensors, "codes", out, 3)
+    settings = decoders.DecoderSettings(chunks_per_program=4)
+    decoders.launch_stream_decoder(tensors, "codes", out, 10 * tensors.chunks, settings)
+    assert grids == [(tensors.chunks,), (3,), (-(-tensors.chunks // 4),)]
+
+
 @triton.jit
 def _tile_kernel(out_ptr, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr, palette_ptr, K, N,
                  SOURCE: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_K: tl.constexpr):

@@ -50,7 +50,7 @@ def decode_stream_kernel(
     words_ptr, chunk_starts_ptr, lane_bits_ptr, table_ptr, sign_mantissa_ptr, out_ptr,
     num_chunks, num_bytes, K, N,
     OUTPUT: tl.constexpr, LANES: tl.constexpr, STEPS: tl.constexpr, MAX_CODE_LENGTH: tl.constexpr,
-    CHUNKS_PER_PROGRAM: tl.constexpr, EXPONENT_SHIFT: tl.constexpr,
+    CHUNKS_PER_PROGRAM: tl.constexpr, EXPONENT_SHIFT: tl.constexpr, NARROW: tl.constexpr,
 ):
     lane = tl.arange(0, LANES)[None, :]
     within = tl.arange(0, CHUNKS_PER_PROGRAM)[:, None]
@@ -65,24 +65,29 @@ def decode_stream_kernel(
         start = tl.load(chunk_starts_ptr + chunk, mask=live, other=0)
         position = start * 32 + tl.cumsum(bits, axis=1) - bits
         # A 64-bit buffer of the lane's next bits, MSB first: `valid` of them are the stream's. A step reads at
-        # most 2 x MAX_CODE_LENGTH <= 30 bits, so refilling 32 whenever fewer than 32 are left keeps it full enough,
-        # and a lane loads a word every few steps instead of a 64-bit window every step.
+        # most 2 x MAX_CODE_LENGTH <= 30 bits, so topping it up by a word whenever fewer than 32 are left keeps it
+        # full enough, and a lane loads a word every few steps. The word it tops up with was loaded at its previous
+        # refill (`ahead`), so no step waits on a load it issued itself (the stream keeps 2 spare words at its end).
         word = position >> 5
         high = tl.load(words_ptr + word, mask=live, other=0).to(tl.uint32, bitcast=True).to(tl.uint64)
         low = tl.load(words_ptr + word + 1, mask=live, other=0).to(tl.uint32, bitcast=True).to(tl.uint64)
+        ahead = tl.load(words_ptr + word + 2, mask=live, other=0)
         buffer = ((high << 32) | low) << (position & 31).to(tl.uint64)
         valid = 64 - (position & 31).to(tl.int32)
-        next_word = word + 2
+        next_word = word + 3
         byte = chunk.to(tl.int64) * (LANES * STEPS) + lane
         row_pair = (byte // N).to(tl.int32)  # the byte's place in the (padded K / 2) x N code matrix, divided once
         column = (byte - row_pair.to(tl.int64) * N).to(tl.int32)
+        if NARROW:  # every offset fits 32 bits: cheaper address arithmetic in the loop
+            byte = byte.to(tl.int32)
+            next_word = next_word.to(tl.int32)
         for _ in range(STEPS):
             refill = valid < 32
-            incoming = tl.load(words_ptr + next_word, mask=live & refill, other=0)
-            incoming = incoming.to(tl.uint32, bitcast=True).to(tl.uint64)
+            incoming = tl.where(refill, ahead, 0).to(tl.uint32, bitcast=True).to(tl.uint64)
             buffer |= incoming << tl.where(refill, 32 - valid, 0).to(tl.uint64)
             valid += tl.where(refill, 32, 0)
-            next_word += refill.to(tl.int64)
+            ahead = tl.load(words_ptr + next_word, mask=live & refill, other=ahead)
+            next_word += refill.to(tl.int32)
             first_entry = tl.load(table_ptr + (buffer >> (64 - MAX_CODE_LENGTH)).to(tl.int32))
             first_length = (first_entry >> 4) & 15
             second_entry = tl.load(table_ptr + ((buffer << first_length.to(tl.uint64)) >> (64 - MAX_CODE_LENGTH))
@@ -94,7 +99,10 @@ def decode_stream_kernel(
             if OUTPUT == 0:
                 tl.store(out_ptr + byte, ((first_entry & 15) | ((second_entry & 15) << 4)).to(tl.uint8), mask=written)
             else:
-                even = row_pair.to(tl.int64) * (2 * N) + column  # element (2 * row_pair, column) of the output
+                if NARROW:  # element (2 * row_pair, column) of the output
+                    even = row_pair * (2 * N) + column
+                else:
+                    even = row_pair.to(tl.int64) * (2 * N) + column
                 even_written = written & (2 * row_pair < K)
                 odd_written = written & (2 * row_pair + 1 < K)
                 first_exponent = (first_entry >> EXPONENT_SHIFT) & 255
@@ -164,6 +172,12 @@ def _launch_arguments(layout: StreamLayout, output: str, settings: DecoderSettin
             "EXPONENT_SHIFT": EXPONENT_SHIFT, "num_warps": settings.num_warps}
 
 
+def _narrow(shape: tuple[int, int], words: int) -> bool:
+    """Whether every offset the stream kernel forms (output element, code byte, stream word) fits 31 bits."""
+    rows, columns = shape
+    return (-(-rows // GROUP_ROWS) * GROUP_ROWS) * columns < 2**31 and words < 2**31
+
+
 def launch_stream_decoder(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
                           settings: DecoderSettings = DECODER) -> object:
     """Queue the stream kernel alone: every code byte of `weight` decoded into `out` (verbatim groups left as their
@@ -173,9 +187,12 @@ def launch_stream_decoder(weight: DeviceWeight, output: str, out: torch.Tensor, 
         raise ValueError(f"programs={programs!r} is not allowed; allowed: an int >= 1")
     rows, columns = weight.shape
     target = out.view(torch.int16) if output == "bfloat16" else out
+    # No program without a chunk: idle programs of a larger grid left whole parts of the GPU without work (H200).
+    programs = min(programs, triton.cdiv(weight.chunks, settings.chunks_per_program))
     return decode_stream_kernel[(programs,)](
         weight.words, weight.chunk_starts, weight.lane_bits, weight.decode_table, weight.sign_mantissa, target,
-        weight.chunks, weight.num_bytes, rows, columns, **_launch_arguments(weight.layout, output, settings))
+        weight.chunks, weight.num_bytes, rows, columns, **_launch_arguments(weight.layout, output, settings),
+        NARROW=_narrow(weight.shape, weight.words.numel()))
 
 
 def launch_verbatim_patch(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
@@ -215,7 +232,7 @@ def compile_decoder(output: str, shape: tuple[int, int], layout: StreamLayout = 
     decode_stream_kernel.warmup(
         torch.int32, torch.int64, torch.int16, torch.int32, torch.uint8, target,
         2, num_bytes, rows, columns, grid=(1,),
-        **_launch_arguments(layout, output, settings))
+        **_launch_arguments(layout, output, settings), NARROW=_narrow(shape, 0))
     if output != "codes":
         patch_verbatim_kernel.warmup(
             torch.int32, torch.uint8, torch.uint8, target, 2, rows, columns, grid=(1,),
