@@ -70,29 +70,6 @@ def test_decode_table_maps_every_prefix_to_its_symbol():
         assert table[start] == symbol | int(lengths[symbol]) << 4
 
 
-def test_pair_table_decodes_both_codes_exactly_where_they_fit():
-    lengths = huffman.code_lengths([400, 300, 200, 60, 30, 9, 1], 6)
-    codes = huffman.canonical_codes(lengths)
-    payload = {symbol: 250 - 7 * symbol for symbol in range(7)}  # a byte per symbol, as the device's exponents
-    table = huffman.decode_table(lengths, 6)
-    table = table | np.vectorize(payload.get)(table & 15) << 8
-    pair = huffman.pair_decode_table(table, 6)
-    for bits in range(64):
-        first = next(s for s in range(7) if bits >> (6 - lengths[s]) == codes[s])
-        rest, room = (bits << int(lengths[first])) & 63, 6 - int(lengths[first])
-        fits = [s for s in range(7) if lengths[s] <= room and rest >> (6 - lengths[s]) == codes[s]]
-        entry = int(pair[bits])
-        assert entry & 15 == first and (entry >> 8) & 255 == payload[first]
-        if fits:
-            (second,) = fits
-            assert (entry >> 4) & 15 == second and (entry >> 16) & 255 == payload[second]
-            assert entry >> huffman.PAIR_LENGTH_SHIFT == lengths[first] + lengths[second]
-        else:
-            assert entry >> huffman.PAIR_LENGTH_SHIFT == 0 and (entry >> 16) & 15 == lengths[first]
-    with pytest.raises(ValueError, match="not one of max_length=5 bits"):
-        huffman.pair_decode_table(table, 5)
-
-
 def test_entropy_bits():
     assert huffman.entropy_bits([1, 1, 1, 1]) == pytest.approx(2.0)
     assert huffman.entropy_bits([5, 0]) == 0.0

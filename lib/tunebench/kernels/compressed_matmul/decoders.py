@@ -3,8 +3,8 @@ weights, on a persistent grid whose size is the SM-split knob; and the patch of 
 
 Each program takes `chunks_per_program` chunks at a time, one lane of the stream per (chunk, lane) element; at
 each step a lane tops up a 64-bit buffer of its next bits by a word when fewer than 32 are left, looks its two nibbles
-up at once in the pair table (or, where the second code does not fit, that one in the decode table) and writes one code
-byte (or two exponent bytes, or two BF16 weights: rows 2r and 2r + 1 of one column).
+up in the decode table and writes one code byte (or two exponent bytes, or two BF16 weights: rows 2r and 2r + 1 of one
+column).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import torch
 import triton
 import triton.language as tl
 
-from tunebench.kernels.compressed_matmul import huffman
 from tunebench.kernels.compressed_matmul.device import EXPONENT_SHIFT, DeviceWeight
 from tunebench.kernels.compressed_matmul.format import GROUP_ROWS
 from tunebench.kernels.compressed_matmul.stream import StreamLayout
@@ -48,11 +47,10 @@ def _bf16_bits(exponent, sign_mantissa):
 
 @triton.jit(do_not_specialize=["num_chunks"])
 def decode_stream_kernel(
-    words_ptr, chunk_starts_ptr, lane_bits_ptr, table_ptr, pair_table_ptr, sign_mantissa_ptr, out_ptr,
+    words_ptr, chunk_starts_ptr, lane_bits_ptr, table_ptr, sign_mantissa_ptr, out_ptr,
     num_chunks, num_bytes, K, N,
     OUTPUT: tl.constexpr, LANES: tl.constexpr, STEPS: tl.constexpr, MAX_CODE_LENGTH: tl.constexpr,
-    CHUNKS_PER_PROGRAM: tl.constexpr, EXPONENT_SHIFT: tl.constexpr, PAIR_LENGTH_SHIFT: tl.constexpr,
-    NARROW: tl.constexpr,
+    CHUNKS_PER_PROGRAM: tl.constexpr, EXPONENT_SHIFT: tl.constexpr, NARROW: tl.constexpr,
 ):
     lane = tl.arange(0, LANES)[None, :]
     within = tl.arange(0, CHUNKS_PER_PROGRAM)[:, None]
@@ -90,21 +88,16 @@ def decode_stream_kernel(
             valid += tl.where(refill, 32, 0)
             ahead = tl.load(words_ptr + next_word, mask=live & refill, other=ahead)
             next_word += refill.to(tl.int32)
-            # One lookup decodes both codes of a step where they fit MAX_CODE_LENGTH bits (99 % of the steps of a
-            # Llama weight); only the other lanes look their second code up.
-            pair = tl.load(pair_table_ptr + (buffer >> (64 - MAX_CODE_LENGTH)).to(tl.int32))
-            pair_length = (pair >> PAIR_LENGTH_SHIFT) & 31
-            single = pair_length == 0
-            first_length = tl.where(single, (pair >> 16) & 15, 0)
+            first_entry = tl.load(table_ptr + (buffer >> (64 - MAX_CODE_LENGTH)).to(tl.int32))
+            first_length = (first_entry >> 4) & 15
             second_entry = tl.load(table_ptr + ((buffer << first_length.to(tl.uint64)) >> (64 - MAX_CODE_LENGTH))
-                                   .to(tl.int32), mask=single, other=0)
-            consumed = tl.where(single, first_length + ((second_entry >> 4) & 15), pair_length)
-            second_symbol = tl.where(single, second_entry & 15, (pair >> 4) & 15)
+                                   .to(tl.int32))
+            consumed = first_length + ((second_entry >> 4) & 15)
             buffer = buffer << consumed.to(tl.uint64)
             valid -= consumed
             written = live & (byte < num_bytes)
             if OUTPUT == 0:
-                tl.store(out_ptr + byte, ((pair & 15) | (second_symbol << 4)).to(tl.uint8), mask=written)
+                tl.store(out_ptr + byte, ((first_entry & 15) | ((second_entry & 15) << 4)).to(tl.uint8), mask=written)
             else:
                 if NARROW:  # element (2 * row_pair, column) of the output
                     even = row_pair * (2 * N) + column
@@ -112,8 +105,8 @@ def decode_stream_kernel(
                     even = row_pair.to(tl.int64) * (2 * N) + column
                 even_written = written & (2 * row_pair < K)
                 odd_written = written & (2 * row_pair + 1 < K)
-                first_exponent = (pair >> 8) & 255
-                second_exponent = tl.where(single, (second_entry >> EXPONENT_SHIFT) & 255, (pair >> 16) & 255)
+                first_exponent = (first_entry >> EXPONENT_SHIFT) & 255
+                second_exponent = (second_entry >> EXPONENT_SHIFT) & 255
                 if OUTPUT == 1:
                     tl.store(out_ptr + even, first_exponent.to(tl.uint8), mask=even_written)
                     tl.store(out_ptr + even + N, second_exponent.to(tl.uint8), mask=odd_written)
@@ -176,8 +169,7 @@ def _check_output(weight: DeviceWeight, output: str, out: torch.Tensor) -> None:
 def _launch_arguments(layout: StreamLayout, output: str, settings: DecoderSettings) -> dict:
     return {"OUTPUT": _OUTPUT_ID[output], "LANES": layout.lanes, "STEPS": layout.steps,
             "MAX_CODE_LENGTH": layout.max_code_length, "CHUNKS_PER_PROGRAM": settings.chunks_per_program,
-            "EXPONENT_SHIFT": EXPONENT_SHIFT, "PAIR_LENGTH_SHIFT": huffman.PAIR_LENGTH_SHIFT,
-            "num_warps": settings.num_warps}
+            "EXPONENT_SHIFT": EXPONENT_SHIFT, "num_warps": settings.num_warps}
 
 
 def _narrow(shape: tuple[int, int], words: int) -> bool:
@@ -198,8 +190,7 @@ def launch_stream_decoder(weight: DeviceWeight, output: str, out: torch.Tensor, 
     # No program without a chunk: with idle programs the grid decoded 9 % slower on an H200 (docs/compressed_matmul.md).
     programs = min(programs, triton.cdiv(weight.chunks, settings.chunks_per_program))
     return decode_stream_kernel[(programs,)](
-        weight.words, weight.chunk_starts, weight.lane_bits, weight.decode_table, weight.pair_table, weight.sign_mantissa,
-        target,
+        weight.words, weight.chunk_starts, weight.lane_bits, weight.decode_table, weight.sign_mantissa, target,
         weight.chunks, weight.num_bytes, rows, columns, **_launch_arguments(weight.layout, output, settings),
         NARROW=_narrow(weight.shape, weight.words.numel()))
 
@@ -239,7 +230,7 @@ def compile_decoder(output: str, shape: tuple[int, int], layout: StreamLayout = 
     num_bytes = -(-rows // GROUP_ROWS) * GROUP_ROWS // 2 * columns
     target = torch.int16 if output == "bfloat16" else torch.uint8
     decode_stream_kernel.warmup(
-        torch.int32, torch.int64, torch.int16, torch.int32, torch.int32, torch.uint8, target,
+        torch.int32, torch.int64, torch.int16, torch.int32, torch.uint8, target,
         2, num_bytes, rows, columns, grid=(1,),
         **_launch_arguments(layout, output, settings), NARROW=_narrow(shape, 0))
     if output != "codes":

@@ -37,7 +37,6 @@ class DeviceWeight:
     chunk_starts: torch.Tensor  # int64 (chunks,)
     lane_bits: torch.Tensor  # int16 (chunks, lanes)
     decode_table: torch.Tensor  # int32 (2**max_code_length,): symbol | length << 4 | exponent << 8
-    pair_table: torch.Tensor  # int32 (2**max_code_length,): huffman.pair_decode_table of decode_table
 
     @property
     def chunks(self) -> int:
@@ -69,5 +68,5 @@ def to_device(weight: CompactWeight, device: str | torch.device) -> DeviceWeight
         verbatim_count=len(palette_form.verbatim_groups),
         palette_words=tensor(palette_form.palette.astype(np.uint8).view("<i4")),
         words=tensor(stream.words), chunk_starts=tensor(stream.chunk_starts), lane_bits=tensor(stream.lane_bits),
-        decode_table=tensor(table), pair_table=tensor(huffman.pair_decode_table(table, stream.layout.max_code_length)),
+        decode_table=tensor(table),
     )

@@ -1,8 +1,7 @@
 """Length-limited canonical Huffman codes for small alphabets (here the 16 palette codes).
 
 Code lengths come from package-merge (optimal under the length limit); codes are canonical, MSB first, so a
-decoder finds a symbol and its length with one lookup of the next `max_length` bits, and, where two codes fit those
-bits, both symbols with one lookup of a pair table.
+decoder finds a symbol and its length with one lookup of the next `max_length` bits.
 """
 
 from __future__ import annotations
@@ -70,29 +69,6 @@ def decode_table(lengths: np.ndarray, max_length: int) -> np.ndarray:
         start = int(codes[symbol]) << span
         table[start:start + (1 << span)] = symbol | (int(lengths[symbol]) << TABLE_SYMBOL_BITS)
     return table
-
-
-PAIR_LENGTH_SHIFT = 24  # a pair-table entry: its two codes' total length in bits 24-28, 0 where only one fits
-
-
-def pair_decode_table(table: np.ndarray, max_length: int) -> np.ndarray:
-    """int32 table over the next `max_length` stream bits, from a `decode_table` whose entries carry a byte of
-    payload in bits 8-15 (the device's exponents). Where the first two codes fit those bits: symbol 1 | symbol 2 << 4
-    | payload 1 << 8 | payload 2 << 16 | total length << 24. Where only the first fits: symbol 1 | payload 1 << 8 |
-    its length << 16, total length 0 (the decoder looks the second code up in `table`)."""
-    table = np.asarray(table, dtype=np.int64)
-    if len(table) != 1 << max_length:
-        raise ValueError(f"a table of {len(table)} entries is not one of max_length={max_length} bits")
-    index = np.arange(1 << max_length, dtype=np.int64)
-    first = table[index]
-    first_length = (first >> TABLE_SYMBOL_BITS) & 15
-    second = table[(index << first_length) & ((1 << max_length) - 1)]
-    total = first_length + ((second >> TABLE_SYMBOL_BITS) & 15)
-    both = total <= max_length
-    pair = ((first & 15) | (second & 15) << 4 | (first >> 8 & 255) << 8 | (second >> 8 & 255) << 16
-            | total << PAIR_LENGTH_SHIFT)
-    single = (first & 15) | (first >> 8 & 255) << 8 | first_length << 16
-    return np.where(both, pair, single).astype(np.int32)
 
 
 def entropy_bits(counts: Sequence[int]) -> float:
