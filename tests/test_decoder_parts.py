@@ -81,3 +81,14 @@ def test_the_recorded_timings_show_what_each_kept_change_did():
     capped = stream_times("settings_capped")
     assert (capped.xs("1x2x16", level="setting") / capped.xs("1x2x14", level="setting")).between(0.98, 1.02).all()
     assert (uncapped.xs("1x2x16", level="setting") / capped.xs("1x2x16", level="setting")).min() > 1.0
+
+
+def test_the_recorded_timings_show_why_the_two_tried_changes_were_reverted():
+    """Stop 72's second call: loading the sign+mantissa bytes a step early (032cc43) made the BF16 stream kernel slower
+    on every projection; the byte-store hint on top of it (afb5af4) sped only the codes up, by about 3 %."""
+    before, prefetch = stream_times("before_sign_mantissa_prefetch"), stream_times("sign_mantissa_prefetch")
+    hint = stream_times("byte_store_hint")
+    assert (before / prefetch).xs("bfloat16", level="output").max() < 0.9
+    gain = (prefetch / hint).groupby(level="output").agg(["min", "max"])
+    assert gain.loc["codes", "min"] > 1.02
+    assert gain.loc[["exponents", "bfloat16"]].stack().between(0.99, 1.01).all()
