@@ -72,10 +72,9 @@ def check(tensors, output: str, expected: torch.Tensor, settings: decoders.Decod
         raise SystemExit(f"{what}: decoding to {output} differs from the CPU reference")
 
 
-def moved_bytes(tensors, output: str) -> int:
-    """Bytes the stream kernel must move at least: the stream and its offsets, the output, and for BF16 the
+def moved_bytes(tensors, output: str, out: torch.Tensor) -> int:
+    """Bytes the stream kernel must move at least: the stream and its offsets, the output `out`, and for BF16 the
     sign+mantissa bytes it reads."""
-    out = decoders.output_buffer(tensors, output)
     read = tensors.words.nbytes + tensors.lane_bits.nbytes + tensors.chunk_starts.nbytes
     return read + out.nbytes + (tensors.sign_mantissa.nbytes if output == "bfloat16" else 0)
 
@@ -137,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                     key = {"projection": name, "output": output, "steps": steps, "kernel": "stream",
                            "setting": stream_label(setting), "programs": programs,
                            "n_regs": getattr(kernel, "n_regs", None), "n_spills": getattr(kernel, "n_spills", None),
-                           "moved_bytes": moved_bytes(tensors, output)}
+                           "moved_bytes": moved_bytes(tensors, output, out)}
                     items.append((key, lambda t=tensors, o=output, b=out, p=programs, s=settings:
                                   decoders.launch_stream_decoder(t, o, b, p, s)))
                 if output == "codes" or steps != steps_list[0]:

@@ -178,15 +178,17 @@ def _narrow(shape: tuple[int, int], words: int) -> bool:
     return (-(-rows // GROUP_ROWS) * GROUP_ROWS) * columns < 2**31 and words < 2**31
 
 
-def launch_stream_decoder(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
-                          settings: DecoderSettings = DECODER) -> object:
-    """Queue the stream kernel alone: every code byte of `weight` decoded into `out` (verbatim groups left as their
-    code 0 decodes), on `programs` persistent programs. Returns Triton's compiled kernel (`n_regs`, `n_spills`)."""
+def _checked_target(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int) -> torch.Tensor:
+    """`out` as the kernels write it (BF16 as int16), after checking it and `programs`."""
     _check_output(weight, output, out)
     if programs < 1:
         raise ValueError(f"programs={programs!r} is not allowed; allowed: an int >= 1")
+    return out.view(torch.int16) if output == "bfloat16" else out
+
+
+def _launch_stream(weight: DeviceWeight, output: str, target: torch.Tensor, programs: int,
+                   settings: DecoderSettings) -> object:
     rows, columns = weight.shape
-    target = out.view(torch.int16) if output == "bfloat16" else out
     # No program without a chunk: with idle programs the grid decoded 9 % slower on an H200 (docs/compressed_matmul.md).
     programs = min(programs, triton.cdiv(weight.chunks, settings.chunks_per_program))
     return decode_stream_kernel[(programs,)](
@@ -195,29 +197,40 @@ def launch_stream_decoder(weight: DeviceWeight, output: str, out: torch.Tensor, 
         NARROW=_narrow(weight.shape, weight.words.numel()))
 
 
+def _launch_patch(weight: DeviceWeight, output: str, target: torch.Tensor, programs: int,
+                  settings: DecoderSettings) -> object:
+    if output == "codes" or not weight.verbatim_count:
+        return None
+    rows, columns = weight.shape
+    blocks = triton.cdiv(weight.verbatim_count, settings.patch_groups_per_block)
+    return patch_verbatim_kernel[(min(programs, blocks),)](
+        weight.verbatim_groups, weight.verbatim_exponents, weight.sign_mantissa, target,
+        weight.verbatim_count, rows, columns, OUTPUT=_OUTPUT_ID[output], GROUP_ROWS=GROUP_ROWS,
+        GROUPS_PER_BLOCK=settings.patch_groups_per_block, num_warps=settings.patch_num_warps)
+
+
+def launch_stream_decoder(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
+                          settings: DecoderSettings = DECODER) -> object:
+    """Queue the stream kernel alone: every code byte of `weight` decoded into `out` (verbatim groups left as their
+    code 0 decodes), on `programs` persistent programs. Returns Triton's compiled kernel (`n_regs`, `n_spills`)."""
+    return _launch_stream(weight, output, _checked_target(weight, output, out, programs), programs, settings)
+
+
 def launch_verbatim_patch(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
                           settings: DecoderSettings = DECODER) -> object:
     """Queue the patch of the verbatim groups alone (exponent and BF16 outputs; nothing for codes or when the weight
     has none), on at most `programs` programs. Returns Triton's compiled kernel, or None when nothing ran."""
-    _check_output(weight, output, out)
-    if output == "codes" or not weight.verbatim_count:
-        return None
-    rows, columns = weight.shape
-    target = out.view(torch.int16) if output == "bfloat16" else out
-    blocks = triton.cdiv(weight.verbatim_count, settings.patch_groups_per_block)
-    return patch_verbatim_kernel[(max(1, min(programs, blocks)),)](
-        weight.verbatim_groups, weight.verbatim_exponents, weight.sign_mantissa, target,
-        weight.verbatim_count, rows, columns, OUTPUT=_OUTPUT_ID[output], GROUP_ROWS=GROUP_ROWS,
-        GROUPS_PER_BLOCK=settings.patch_groups_per_block, num_warps=settings.patch_num_warps)
+    return _launch_patch(weight, output, _checked_target(weight, output, out, programs), programs, settings)
 
 
 def decode(weight: DeviceWeight, output: str, out: torch.Tensor, programs: int,
            settings: DecoderSettings = DECODER) -> torch.Tensor:
     """Decode the stream of `weight` into `out` on `programs` persistent programs (the SM-split knob:
     `schedule.decoder_programs` gives `settings.programs_per_sm` for each SM it may use), then patch the verbatim
-    groups (exponent and BF16 outputs)."""
-    launch_stream_decoder(weight, output, out, programs, settings)
-    launch_verbatim_patch(weight, output, out, programs, settings)
+    groups (exponent and BF16 outputs). Checks its arguments once for both launches."""
+    target = _checked_target(weight, output, out, programs)
+    _launch_stream(weight, output, target, programs, settings)
+    _launch_patch(weight, output, target, programs, settings)
     return out
 
 
