@@ -56,7 +56,9 @@ def check_decoders(bits, layout, programs, device):
 
 @CPU_ONLY
 @pytest.mark.parametrize("make_bits, shape", [(weights_with_outliers, (130, 50)), (random_bits, (67, 33)),
-                                              (weights_with_outliers, (1, 3))])
+                                              (weights_with_outliers, (1, 3)),
+                                              # the lanes divide N: each step's lanes write one row pair's columns
+                                              (weights_with_outliers, (130, 48)), (random_bits, (37, 16))])
 @pytest.mark.parametrize("programs", [1, 3])
 def test_decoders_are_exact_under_the_interpreter(make_bits, shape, programs):
     check_decoders(make_bits(shape), SMALL, programs, "cpu")
@@ -93,7 +95,8 @@ def test_decoders_read_two_longest_codes_every_step(monkeypatch):
 def test_decoders_with_64_bit_offsets(monkeypatch):
     # Weights this small use 32-bit offsets; the 64-bit path of larger ones must decode the same.
     monkeypatch.setattr(decoders, "_narrow", lambda shape, words: False)
-    check_decoders(weights_with_outliers((130, 50)), SMALL, 3, "cpu")
+    for shape in ((130, 50), (130, 48)):
+        check_decoders(weights_with_outliers(shape), SMALL, 3, "cpu")
 
 
 def test_offsets_are_narrow_only_while_they_fit_31_bits():
