@@ -50,7 +50,7 @@ def decode_stream_kernel(
     words_ptr, chunk_starts_ptr, lane_bits_ptr, table_ptr, sign_mantissa_ptr, out_ptr,
     num_chunks, num_bytes, K, N,
     OUTPUT: tl.constexpr, LANES: tl.constexpr, STEPS: tl.constexpr, MAX_CODE_LENGTH: tl.constexpr,
-    CHUNKS_PER_PROGRAM: tl.constexpr, EXPONENT_SHIFT: tl.constexpr, NARROW: tl.constexpr, ALIGNED: tl.constexpr,
+    CHUNKS_PER_PROGRAM: tl.constexpr, EXPONENT_SHIFT: tl.constexpr, NARROW: tl.constexpr,
 ):
     lane = tl.arange(0, LANES)[None, :]
     within = tl.arange(0, CHUNKS_PER_PROGRAM)[:, None]
@@ -75,13 +75,9 @@ def decode_stream_kernel(
         buffer = ((high << 32) | low) << (position & 31).to(tl.uint64)
         valid = 64 - (position & 31).to(tl.int32)
         next_word = word + 3
-        byte = chunk.to(tl.int64) * (LANES * STEPS)  # the step's first byte; lane j writes byte + j
-        if ALIGNED:  # LANES divides N: a step's bytes lie in one row pair, columns `column` to `column + LANES - 1`
-            position = byte
-        else:
-            position = byte + lane
-        row_pair = (position // N).to(tl.int32)  # the place in the (padded K / 2) x N code matrix, divided once
-        column = (position - row_pair.to(tl.int64) * N).to(tl.int32)
+        byte = chunk.to(tl.int64) * (LANES * STEPS) + lane
+        row_pair = (byte // N).to(tl.int32)  # the byte's place in the (padded K / 2) x N code matrix, divided once
+        column = (byte - row_pair.to(tl.int64) * N).to(tl.int32)
         if NARROW:  # every offset fits 32 bits: cheaper address arithmetic in the loop
             byte = byte.to(tl.int32)
             next_word = next_word.to(tl.int32)
@@ -99,20 +95,14 @@ def decode_stream_kernel(
             consumed = first_length + ((second_entry >> 4) & 15)
             buffer = buffer << consumed.to(tl.uint64)
             valid -= consumed
-            if ALIGNED:  # masks and offsets uniform across the lanes: Triton vectorizes the loads and stores
-                written = live & (byte < num_bytes)
-            else:
-                written = live & (byte + lane < num_bytes)
+            written = live & (byte < num_bytes)
             if OUTPUT == 0:
-                tl.store(out_ptr + byte + lane, ((first_entry & 15) | ((second_entry & 15) << 4)).to(tl.uint8),
-                         mask=written)
+                tl.store(out_ptr + byte, ((first_entry & 15) | ((second_entry & 15) << 4)).to(tl.uint8), mask=written)
             else:
                 if NARROW:  # element (2 * row_pair, column) of the output
                     even = row_pair * (2 * N) + column
                 else:
                     even = row_pair.to(tl.int64) * (2 * N) + column
-                if ALIGNED:
-                    even = tl.multiple_of(even, (LANES, LANES)) + lane  # tells Triton: LANES-aligned
                 even_written = written & (2 * row_pair < K)
                 odd_written = written & (2 * row_pair + 1 < K)
                 first_exponent = (first_entry >> EXPONENT_SHIFT) & 255
@@ -204,7 +194,7 @@ def _launch_stream(weight: DeviceWeight, output: str, target: torch.Tensor, prog
     return decode_stream_kernel[(programs,)](
         weight.words, weight.chunk_starts, weight.lane_bits, weight.decode_table, weight.sign_mantissa, target,
         weight.chunks, weight.num_bytes, rows, columns, **_launch_arguments(weight.layout, output, settings),
-        NARROW=_narrow(weight.shape, weight.words.numel()), ALIGNED=columns % weight.layout.lanes == 0)
+        NARROW=_narrow(weight.shape, weight.words.numel()))
 
 
 def _launch_patch(weight: DeviceWeight, output: str, target: torch.Tensor, programs: int,
@@ -255,7 +245,7 @@ def compile_decoder(output: str, shape: tuple[int, int], layout: StreamLayout = 
     decode_stream_kernel.warmup(
         torch.int32, torch.int64, torch.int16, torch.int32, torch.uint8, target,
         2, num_bytes, rows, columns, grid=(1,),
-        **_launch_arguments(layout, output, settings), NARROW=_narrow(shape, 0), ALIGNED=columns % layout.lanes == 0)
+        **_launch_arguments(layout, output, settings), NARROW=_narrow(shape, 0))
     if output != "codes":
         patch_verbatim_kernel.warmup(
             torch.int32, torch.uint8, torch.uint8, target, 2, rows, columns, grid=(1,),
