@@ -95,8 +95,20 @@ def test_decoders_read_two_longest_codes_every_step(monkeypatch):
 def test_decoders_with_64_bit_offsets(monkeypatch):
     # Weights this small use 32-bit offsets; the 64-bit path of larger ones must decode the same.
     monkeypatch.setattr(decoders, "_narrow", lambda shape, words: False)
-    for shape in ((130, 50), (130, 48)):
+    for shape in ((130, 50), (130, 48), (67, 33)):  # N even (lane pairs write together) and odd
         check_decoders(weights_with_outliers(shape), SMALL, 3, "cpu")
+
+
+@CPU_ONLY
+def test_decoders_with_palette_exponents_past_127():
+    # The decode table is int16: an entry whose exponent is 128 or more is negative and must decode the same.
+    rng = np.random.default_rng(1)
+    bits = format.join_bits(rng.integers(122, 138, (64, 34)).astype(np.uint8),
+                            rng.integers(0, 256, (64, 34), dtype=np.uint8))
+    weight = compact.compress(bits, SMALL)
+    assert weight.palette_form.palette.max() >= 128 and not len(weight.palette_form.verbatim_groups)
+    assert (to_device(weight, "cpu").decode_table < 0).any()
+    check_decoders(bits, SMALL, 2, "cpu")
 
 
 def test_offsets_are_narrow_only_while_they_fit_31_bits():

@@ -36,7 +36,7 @@ class DeviceWeight:
     words: torch.Tensor  # int32: the entropy-coded code bytes
     chunk_starts: torch.Tensor  # int64 (chunks,)
     lane_bits: torch.Tensor  # int16 (chunks, lanes)
-    decode_table: torch.Tensor  # int32 (2**max_code_length,): symbol | length << 4 | exponent << 8
+    decode_table: torch.Tensor  # int16 (2**max_code_length,): symbol | length << 4 | exponent << 8, as 16 bits
 
     @property
     def chunks(self) -> int:
@@ -68,5 +68,5 @@ def to_device(weight: CompactWeight, device: str | torch.device) -> DeviceWeight
         verbatim_count=len(palette_form.verbatim_groups),
         palette_words=tensor(palette_form.palette.astype(np.uint8).view("<i4")),
         words=tensor(stream.words), chunk_starts=tensor(stream.chunk_starts), lane_bits=tensor(stream.lane_bits),
-        decode_table=tensor(table),
+        decode_table=tensor(table.astype(np.uint16).view(np.int16)),
     )
