@@ -69,12 +69,10 @@ def _decode_step(words_ptr, table_ptr, buffer, valid, ahead, next_word, live, MA
     valid += tl.where(refill, 32, 0)
     ahead = tl.load(words_ptr + next_word, mask=live & refill, other=ahead)
     next_word += refill.to(next_word.dtype)
-    # The int16 entries zero-extended (the load does it; sign-extending took an instruction each).
-    first = tl.load(table_ptr + (buffer >> (64 - MAX_CODE_LENGTH)).to(tl.int32)).to(tl.uint16, bitcast=True)
-    first = first.to(tl.int32)
+    first = tl.load(table_ptr + (buffer >> (64 - MAX_CODE_LENGTH)).to(tl.int32)).to(tl.int32)
     first_length = (first >> 4) & 15
     second = tl.load(table_ptr + ((buffer << first_length.to(tl.uint64)) >> (64 - MAX_CODE_LENGTH)).to(tl.int32))
-    second = second.to(tl.uint16, bitcast=True).to(tl.int32)
+    second = second.to(tl.int32)
     consumed = first_length + ((second >> 4) & 15)
     return first, second, buffer << consumed.to(tl.uint64), valid - consumed, ahead, next_word
 
@@ -118,17 +116,14 @@ def _store_pair(out_ptr, at, even_entry, odd_entry, sign_mantissas, written, OUT
                 EXPONENT_SHIFT: tl.constexpr):
     """Write a lane pair's two adjacent outputs as element `at` of a 16-bit (exponents) or 32-bit (BF16) view, from
     their decode-table entries and (BF16) their two sign+mantissa bytes; the even lane's output is the low half."""
-    # Each field masked and shifted straight from the entries into its place: fewer instructions than building each
-    # weight and packing the two.
-    tl.static_assert(EXPONENT_SHIFT >= 8 and EXPONENT_SHIFT <= 23)
+    even_exponent = (even_entry >> EXPONENT_SHIFT) & 255
+    odd_exponent = (odd_entry >> EXPONENT_SHIFT) & 255
     if OUTPUT == 1:
-        exponents = ((even_entry >> EXPONENT_SHIFT) & 0xFF) | ((odd_entry >> (EXPONENT_SHIFT - 8)) & 0xFF00)
-        tl.store(out_ptr + at, exponents.to(tl.int16), mask=written)
-    else:  # a BF16 weight is sign << 15 | exponent << 7 | the mantissa's 7 bits
-        signs_mantissas = ((sign_mantissas & 0x7F) | ((sign_mantissas & 0x80) << 8) | ((sign_mantissas & 0x7F00) << 8)
-                           | ((sign_mantissas & 0x8000) << 16))
-        exponents = ((even_entry >> (EXPONENT_SHIFT - 7)) & 0x7F80) | ((odd_entry << (23 - EXPONENT_SHIFT)) & 0x7F800000)
-        tl.store(out_ptr + at, signs_mantissas | exponents, mask=written)
+        tl.store(out_ptr + at, (even_exponent | (odd_exponent << 8)).to(tl.int16), mask=written)
+    else:
+        low = _bf16_bits(even_exponent, sign_mantissas & 0xFF).to(tl.int32) & 0xFFFF
+        high = _bf16_bits(odd_exponent, (sign_mantissas >> 8) & 0xFF).to(tl.int32) << 16
+        tl.store(out_ptr + at, low | high, mask=written)
 
 
 @triton.jit
@@ -141,12 +136,14 @@ def _element(row_pair, column, N, NARROW: tl.constexpr):
 
 
 @triton.jit
-def _pair_places(byte, row_pair, column, live, num_bytes, K, N, NARROW: tl.constexpr):
-    """Where a lane pair's outputs of a step go, N even: element `at` of the 16- or 32-bit view for the first row
-    (2 * row_pair) and for the second, and whether each is written."""
+def _pair_sign_mantissas(sign_mantissa_ptr, byte, row_pair, column, live, num_bytes, K, N, OUTPUT: tl.constexpr,
+                         NARROW: tl.constexpr):
+    """A lane pair's sign+mantissa bytes of a step's two rows, as two 16-bit elements (BF16 output; 0 otherwise)."""
     even = _element(row_pair, column, N, NARROW)
-    written = live & (byte < num_bytes)  # num_bytes is even: both bytes of the pair, or neither
-    return even >> 1, (even + N) >> 1, written & (2 * row_pair < K), written & (2 * row_pair + 1 < K)
+    written = live & (byte < num_bytes)
+    first = _load_sign_mantissa(sign_mantissa_ptr, even >> 1, written & (2 * row_pair < K), OUTPUT)
+    second = _load_sign_mantissa(sign_mantissa_ptr, (even + N) >> 1, written & (2 * row_pair + 1 < K), OUTPUT)
+    return first, second
 
 
 @triton.jit(do_not_specialize=["num_chunks"])
@@ -180,28 +177,29 @@ def decode_stream_kernel(
             byte = byte.to(tl.int32)
             even_next = even_next.to(tl.int32)
             odd_next = odd_next.to(tl.int32)
-        if PAIRED and OUTPUT != 0:  # the first step's places; each step works out the next one's, and loads its
-            # sign+mantissa bytes a step ahead: loaded in the step, ptxas put their use right behind the load, and
-            # BF16 decoded 1.3x slower on an H200 (docs/compressed_matmul.md)
-            first_at, second_at, first_written, second_written = _pair_places(byte, row_pair, column, live,
-                                                                               num_bytes, K, N, NARROW)
-            first_sign_mantissas = _load_sign_mantissa(sign_mantissa_ptr, first_at, first_written, OUTPUT)
-            second_sign_mantissas = _load_sign_mantissa(sign_mantissa_ptr, second_at, second_written, OUTPUT)
+        if PAIRED:  # loaded a step ahead: a load's latency would stall the step that issues it (ptxas puts its use
+            # right behind it), and loaded a step ahead BF16 decoded 1.3x faster on an H200 (docs/compressed_matmul.md)
+            ahead_first, ahead_second = _pair_sign_mantissas(sign_mantissa_ptr, byte, row_pair, column, live,
+                                                             num_bytes, K, N, OUTPUT, NARROW)
         for _ in range(STEPS):
             written = live & (byte < num_bytes)  # num_bytes is even: both bytes of the pair, or neither
-            # A step's first nibbles go to row 2 * row_pair, its second ones to the row below. With N even the odd
-            # lane's outputs sit right after the even lane's (the places above); with N odd they are apart.
-            if OUTPUT != 0 and not PAIRED:  # sign+mantissa bytes loaded in the step (slower: see above)
+            if OUTPUT != 0:  # a step's first nibbles go to row 2 * row_pair, its second ones to the row below
                 even = _element(row_pair, column, N, NARROW)
                 first_written = written & (2 * row_pair < K)
                 second_written = written & (2 * row_pair + 1 < K)
-                odd = _element(odd_row_pair, odd_column, N, NARROW)
-                odd_first_written = written & (2 * odd_row_pair < K)
-                odd_second_written = written & (2 * odd_row_pair + 1 < K)
-                even_first_sm = _load_sign_mantissa(sign_mantissa_ptr, even, first_written, OUTPUT)
-                even_second_sm = _load_sign_mantissa(sign_mantissa_ptr, even + N, second_written, OUTPUT)
-                odd_first_sm = _load_sign_mantissa(sign_mantissa_ptr, odd, odd_first_written, OUTPUT)
-                odd_second_sm = _load_sign_mantissa(sign_mantissa_ptr, odd + N, odd_second_written, OUTPUT)
+                if PAIRED:  # the odd lane's outputs sit right after the even lane's, in one row pair
+                    first_at = even >> 1
+                    second_at = (even + N) >> 1
+                    first_sign_mantissas = ahead_first
+                    second_sign_mantissas = ahead_second
+                else:  # N odd: loaded in the step (slower: see above)
+                    odd = _element(odd_row_pair, odd_column, N, NARROW)
+                    odd_first_written = written & (2 * odd_row_pair < K)
+                    odd_second_written = written & (2 * odd_row_pair + 1 < K)
+                    even_first_sm = _load_sign_mantissa(sign_mantissa_ptr, even, first_written, OUTPUT)
+                    even_second_sm = _load_sign_mantissa(sign_mantissa_ptr, even + N, second_written, OUTPUT)
+                    odd_first_sm = _load_sign_mantissa(sign_mantissa_ptr, odd, odd_first_written, OUTPUT)
+                    odd_second_sm = _load_sign_mantissa(sign_mantissa_ptr, odd + N, odd_second_written, OUTPUT)
             even_first, even_second, even_buffer, even_valid, even_ahead, even_next = _decode_step(
                 words_ptr, table_ptr, even_buffer, even_valid, even_ahead, even_next, live, MAX_CODE_LENGTH)
             odd_first, odd_second, odd_buffer, odd_valid, odd_ahead, odd_next = _decode_step(
@@ -222,13 +220,11 @@ def decode_stream_kernel(
                 _store_lane(out_ptr, odd + N, odd_second, odd_second_sm, odd_second_written, OUTPUT, EXPONENT_SHIFT)
             byte += LANES
             row_pair, column = _advance(row_pair, column, LANES, N)
-            if not PAIRED:
+            if PAIRED:
+                ahead_first, ahead_second = _pair_sign_mantissas(sign_mantissa_ptr, byte, row_pair, column, live,
+                                                                 num_bytes, K, N, OUTPUT, NARROW)
+            else:
                 odd_row_pair, odd_column = _advance(odd_row_pair, odd_column, LANES, N)
-            elif OUTPUT != 0:
-                first_at, second_at, first_written, second_written = _pair_places(byte, row_pair, column, live,
-                                                                                   num_bytes, K, N, NARROW)
-                first_sign_mantissas = _load_sign_mantissa(sign_mantissa_ptr, first_at, first_written, OUTPUT)
-                second_sign_mantissas = _load_sign_mantissa(sign_mantissa_ptr, second_at, second_written, OUTPUT)
 
 
 @triton.jit(do_not_specialize=["num_groups"])
