@@ -105,13 +105,14 @@ def markdown(report: dict) -> str:
     columns = ["output", "N", "registers", "loop instructions", *MEMORY_KINDS, "memory instructions"]
     table = markdown_table(pd.DataFrame(rows, columns=columns))
     return (f"# The stream decoder's loop in SASS (Triton {report['triton']}, sm_90)\n\nCommand: `{report['command']}` "
-            f"({report['seconds']:.0f} s). Compiled here, not on a GPU; {report['num_warps']} warps, the default layout. "
-            "One loop step decodes two lanes a thread.\n\n" + table + "\n")
+            f"({report['seconds']:.0f} s). Compiled here, not on a GPU; {report['num_warps']} warps, the default "
+            "layout. One loop step decodes two lanes a thread.\n\n" + table + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--outputs", default=",".join(decoders.OUTPUTS), help="a subset of " + ",".join(decoders.OUTPUTS))
+    parser.add_argument("--outputs", default=",".join(decoders.OUTPUTS),
+                        help="a subset of " + ",".join(decoders.OUTPUTS))
     parser.add_argument("--num-warps", type=int, default=decoders.DECODER.num_warps)
     parser.add_argument("--out-dir", type=Path, default=Path("results/compressed_pipelines"))
     args = parser.parse_args(argv)
