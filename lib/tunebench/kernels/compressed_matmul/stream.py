@@ -28,7 +28,7 @@ class StreamLayout:
 
     lanes: int = 128  # lanes of one chunk, decoded side by side (a power of two for the GPU decoder)
     steps: int = 128  # bytes each lane decodes serially; longer runs cut the offset overhead, shorter add parallelism
-    max_code_length: int = 12  # bits; the decoder's table has 2**max_code_length int32 entries (16 KiB)
+    max_code_length: int = 12  # bits; the GPU decoder's table has 2**max_code_length int16 entries (8 KiB)
 
     def __post_init__(self) -> None:
         for name in ("lanes", "steps"):
