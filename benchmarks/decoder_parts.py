@@ -4,6 +4,7 @@ Llama-3.1-8B MLP projection and decoder output, over a grid of stream layouts an
     PYTHONPATH=lib python3 benchmarks/decoder_parts.py                       # the deployed settings, ~1 minute
     PYTHONPATH=lib python3 benchmarks/decoder_parts.py --steps 128,64 --stream-settings 1x2x16,2x2x16 \\
         --patch-settings 16x4,4x2 --label grid
+    PYTHONPATH=lib python3 benchmarks/decoder_parts.py --max-code-lengths 12,8,7 --label code_lengths
 
 Every variant is first checked bit for bit against the CPU reference (stream and patch together, poisoned output).
 Then `--rounds` rounds, each timing every (variant, kernel) once in a shuffled order (the Timer's median of its
@@ -36,6 +37,8 @@ from tunebench.kernels.compressed_matmul.schedule import POISON_BYTE, decoder_pr
 from tunebench.kernels.compressed_matmul.stream import StreamLayout
 from tunebench.measure.timing import Timer, TimingPolicy
 from tunebench.tables import markdown_table
+
+RECORDED_BEFORE_THE_OPTION = 12  # the longest code of every layout timed before --max-code-lengths existed
 
 
 def parse_settings(text: str, fields: tuple[str, ...]) -> list[dict[str, int]]:
@@ -84,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--projections", default="gate,up,down", help="a subset of gate,up,down")
     parser.add_argument("--outputs", default=",".join(decoders.OUTPUTS), help="a subset of " + ",".join(decoders.OUTPUTS))
     parser.add_argument("--steps", default=str(StreamLayout().steps), help="stream layouts: steps a lane, a list")
+    parser.add_argument("--max-code-lengths", default=str(StreamLayout().max_code_length),
+                        help="stream layouts: longest Huffman code (the decode table has 2**length entries), a list")
     deployed = decoders.DECODER
     parser.add_argument("--stream-settings", default=stream_label(dataclasses.asdict(deployed)))
     parser.add_argument("--patch-settings", default=patch_label(dataclasses.asdict(deployed)))
@@ -105,6 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         steps_list = [StreamLayout(steps=int(steps)).steps for steps in args.steps.split(",")]
     except ValueError as error:
         raise SystemExit(f"bad --steps {args.steps!r}: {error}")
+    try:
+        lengths = [StreamLayout(max_code_length=int(length)).max_code_length
+                   for length in args.max_code_lengths.split(",")]
+    except ValueError as error:
+        raise SystemExit(f"bad --max-code-lengths {args.max_code_lengths!r}: {error}")
+    layouts = [StreamLayout(steps=steps, max_code_length=length) for steps in steps_list for length in lengths]
     stream_settings = parse_settings(args.stream_settings, ("chunks_per_program", "num_warps", "programs_per_sm"))
     patch_settings = parse_settings(args.patch_settings, ("patch_groups_per_block", "patch_num_warps"))
 
@@ -116,11 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     items, formats = [], []  # items: (key, function); key describes the measurement
     for index, name in enumerate(projections):
         bits = synthetic.synthetic_bits(synthetic.LLAMA_3_1_8B_MLP[name], seed=index)
-        for steps in steps_list:
-            weight = compact.compress(bits, StreamLayout(steps=steps))
+        for layout in layouts:
+            steps = layout.steps
+            weight = compact.compress(bits, layout)
             figures = compact.figures(bits, weight)
             tensors = to_device(weight, "cuda")
-            formats.append({"projection": name, "steps": steps, "chunks": tensors.chunks,
+            formats.append({"projection": name, "steps": steps, "max_code_length": layout.max_code_length,
+                            "chunks": tensors.chunks,
                             "compact_ratio": figures.compact_ratio,
                             "compact_exponent_bits": figures.compact_exponent_bits,
                             "verbatim_groups": tensors.verbatim_count})
@@ -130,30 +143,32 @@ def main(argv: list[str] | None = None) -> int:
                 for setting in stream_settings:
                     settings = dataclasses.replace(deployed, **setting)
                     check(tensors, output, expected[output], settings, sms, f"{name} steps={steps} "
-                          f"{stream_label(setting)}")
+                          f"max_code_length={layout.max_code_length} {stream_label(setting)}")
                     programs = decoder_programs(100, sms, settings)
                     kernel = decoders.launch_stream_decoder(tensors, output, out, programs, settings)
-                    key = {"projection": name, "output": output, "steps": steps, "kernel": "stream",
+                    key = {"projection": name, "output": output, "steps": steps,
+                           "max_code_length": layout.max_code_length, "kernel": "stream",
                            "setting": stream_label(setting), "programs": programs,
                            "n_regs": getattr(kernel, "n_regs", None), "n_spills": getattr(kernel, "n_spills", None),
                            "moved_bytes": moved_bytes(tensors, output, out)}
                     items.append((key, lambda t=tensors, o=output, b=out, p=programs, s=settings:
                                   decoders.launch_stream_decoder(t, o, b, p, s)))
-                if output == "codes" or steps != steps_list[0]:
+                if output == "codes" or layout != layouts[0]:
                     continue  # the patch reads no stream: one layout is enough
                 for setting in patch_settings:
                     settings = dataclasses.replace(deployed, **setting)
                     check(tensors, output, expected[output], settings, sms, f"{name} patch {patch_label(setting)}")
                     programs = decoder_programs(100, sms, deployed)
                     kernel = decoders.launch_verbatim_patch(tensors, output, out, programs, settings)
-                    key = {"projection": name, "output": output, "steps": steps, "kernel": "patch",
+                    key = {"projection": name, "output": output, "steps": steps,
+                           "max_code_length": layout.max_code_length, "kernel": "patch",
                            "setting": patch_label(setting), "programs": programs,
                            "n_regs": getattr(kernel, "n_regs", None), "n_spills": getattr(kernel, "n_spills", None),
                            "moved_bytes": None}
                     items.append((key, lambda t=tensors, o=output, b=out, p=programs, s=settings:
                                   decoders.launch_verbatim_patch(t, o, b, p, s)))
-            print(f"{name} steps={steps}: checked bit for bit; {tensors.chunks} chunks, compact "
-                  f"{figures.compact_ratio:.4f}x", flush=True)
+            print(f"{name} steps={steps} max_code_length={layout.max_code_length}: checked bit for bit; "
+                  f"{tensors.chunks} chunks, compact {figures.compact_ratio:.4f}x", flush=True)
     rng = random.Random(0)
     timings: list[list[float]] = [[] for _ in items]
     for round_index in range(args.rounds):
@@ -185,12 +200,14 @@ def main(argv: list[str] | None = None) -> int:
 def markdown(report: dict) -> str:
     table = pd.DataFrame([
         {"projection": row["projection"], "output": row["output"], "kernel": row["kernel"], "steps": row["steps"],
-         "setting": row["setting"], "programs": row["programs"], "registers": row["n_regs"],
+         "longest code": row.get("max_code_length", RECORDED_BEFORE_THE_OPTION), "setting": row["setting"], "programs": row["programs"], "registers": row["n_regs"],
          "median ms": f"{row['median_ms']:.4f}", "min-max ms": f"{row['min_ms']:.4f}-{row['max_ms']:.4f}",
          "GB/s": "" if row["gb_per_s"] is None else f"{row['gb_per_s']:.0f}"}
-        for row in report["rows"]]).sort_values(["projection", "output", "kernel", "steps", "setting"],
-                                                ascending=[True, True, False, False, True])
-    formats = pd.DataFrame(report["formats"]).assign(
+        for row in report["rows"]]).sort_values(["projection", "output", "kernel", "steps", "longest code", "setting"],
+                                                ascending=[True, True, False, False, False, True])
+    formats = pd.DataFrame([{"projection": row["projection"], "steps": row["steps"],
+                             "max_code_length": row.get("max_code_length", RECORDED_BEFORE_THE_OPTION), **row}
+                            for row in report["formats"]]).assign(
         compact_ratio=lambda frame: frame["compact_ratio"].map("{:.4f}".format),
         compact_exponent_bits=lambda frame: frame["compact_exponent_bits"].map("{:.4f}".format))
     provenance = report["provenance"]

@@ -41,6 +41,7 @@ def test_settings_parse_and_bad_ones_are_named(script):
     (["--projections", "qkv"], "unknown projection 'qkv'; allowed: gate, up, down"),
     (["--rounds", "0"], "--rounds 0 is not allowed"),
     (["--steps", "100"], "bad --steps '100'"),
+    (["--max-code-lengths", "12,16"], "bad --max-code-lengths '12,16': StreamLayout.max_code_length=16"),
 ])
 def test_bad_arguments_stop_before_any_gpu_work(script, argv, message):
     with pytest.raises(SystemExit, match=message):
@@ -56,9 +57,15 @@ def test_markdown_lists_every_timing_and_layout(script):
                            "compact_exponent_bits": 2.88, "verbatim_groups": 9328}],
               "provenance": {"gpu_name": "NVIDIA H200", "date": "2026-12-04", "torch": "2.11", "triton": "3.6.0"}}
     text = script.markdown(report)
-    assert "| gate | codes | stream | 128 | 1x2x16 | 2112 | 40 | 0.1000 | 0.0900-0.1100 | 430 |" in text
-    assert "| gate | codes | patch | 128 | 1x2x16 | 2112 | 40 | 0.1000 | 0.0900-0.1100 |  |" in text
-    assert "| gate | 128 | 1792 | 1.4700 | 2.8800 | 9328 |" in text
+    assert "| gate | codes | stream | 128 | 12 | 1x2x16 | 2112 | 40 | 0.1000 | 0.0900-0.1100 | 430 |" in text
+    assert "| gate | codes | patch | 128 | 12 | 1x2x16 | 2112 | 40 | 0.1000 | 0.0900-0.1100 |  |" in text
+    assert "| gate | 128 | 12 | 1792 | 1.4700 | 2.8800 | 9328 |" in text
+    seven = dict(row, max_code_length=7, median_ms=0.05)
+    report["formats"].append({"projection": "gate", "steps": 128, "max_code_length": 7, "chunks": 1792,
+                              "compact_ratio": 1.46, "compact_exponent_bits": 2.9, "verbatim_groups": 9328})
+    text = script.markdown(dict(report, rows=[row, seven]))
+    assert text.index("| gate | codes | stream | 128 | 12 |") < text.index("| gate | codes | stream | 128 | 7 |")
+    assert "| gate | 128 | 7 | 1792 | 1.4600 | 2.9000 | 9328 |" in text
 
 
 def stream_times(name):
