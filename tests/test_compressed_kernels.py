@@ -66,7 +66,7 @@ def test_decoders_are_exact_under_the_interpreter(make_bits, shape, programs):
 
 @CPU_ONLY
 def test_decoders_with_the_default_layout():
-    check_decoders(weights_with_outliers((256, 160)), StreamLayout(), 2, "cpu")  # 20 KiB of codes: 2 chunks
+    check_decoders(weights_with_outliers((256, 160)), StreamLayout(), 2, "cpu")  # 20 KiB of codes: 3 chunks
 
 
 def longest_code_lengths(counts, max_length):
@@ -363,9 +363,11 @@ GPU_CONFIGS = [gpu_config(), gpu_config(BLOCK_M=64, BLOCK_N=128, num_warps=8, nu
 @pytest.mark.gpu
 @pytest.mark.parametrize("make_bits", [weights_with_outliers, random_bits])
 @pytest.mark.parametrize("shape", GPU_SHAPES)
-def test_gpu_decoders_match_the_cpu_reference(make_bits, shape):
+@pytest.mark.parametrize("layout", [StreamLayout(), StreamLayout(steps=128, max_code_length=12)],
+                         ids=["default", "128_steps_12_bits"])  # the default, and the layout before stop 74's
+def test_gpu_decoders_match_the_cpu_reference(make_bits, shape, layout):
     for programs in (1, 33, torch.cuda.get_device_properties(0).multi_processor_count):
-        check_decoders(make_bits(shape), StreamLayout(), programs, "cuda")
+        check_decoders(make_bits(shape), layout, programs, "cuda")
 
 
 @pytest.mark.gpu

@@ -27,12 +27,13 @@ _OUTPUT_ID = {name: index for index, name in enumerate(OUTPUTS)}
 class DecoderSettings:
     """Launch settings of the decoders (not part of the format)."""
 
-    # One chunk of 128 lanes on 2 warps (2 lanes a thread), 16 programs for each SM of the share: 32 warps an SM keep
-    # more gathers in flight than one program of 16 chunks on 16 warps did, and a Llama MLP weight's 1,792 chunks
-    # spread over every SM instead of 112 programs (docs/compressed_matmul.md, "A bit buffer in the stream decoder").
+    # One chunk of 128 lanes on 2 warps (2 lanes a thread), 32 programs for each SM of the share: a Llama MLP weight's
+    # 3,584 chunks of 64 steps all resident at once, 54 warps an SM to hide the table's and the sign+mantissa bytes'
+    # latency; at 32 registers a thread, 32 programs fill the register file (docs/compressed_matmul.md, "A 512-byte
+    # table").
     chunks_per_program: int = 1
     num_warps: int = 2
-    programs_per_sm: int = 16
+    programs_per_sm: int = 32
     patch_groups_per_block: int = 16
     patch_num_warps: int = 4
 
