@@ -200,11 +200,13 @@ def main(argv: list[str] | None = None) -> int:
 def markdown(report: dict) -> str:
     table = pd.DataFrame([
         {"projection": row["projection"], "output": row["output"], "kernel": row["kernel"], "steps": row["steps"],
-         "longest code": row.get("max_code_length", RECORDED_BEFORE_THE_OPTION), "setting": row["setting"], "programs": row["programs"], "registers": row["n_regs"],
+         "longest code": row.get("max_code_length", RECORDED_BEFORE_THE_OPTION), "setting": row["setting"],
+         "programs": row["programs"], "registers": row["n_regs"],
          "median ms": f"{row['median_ms']:.4f}", "min-max ms": f"{row['min_ms']:.4f}-{row['max_ms']:.4f}",
          "GB/s": "" if row["gb_per_s"] is None else f"{row['gb_per_s']:.0f}"}
-        for row in report["rows"]]).sort_values(["projection", "output", "kernel", "steps", "longest code", "setting"],
-                                                ascending=[True, True, False, False, False, True])
+        for row in report["rows"]]).sort_values(
+        ["projection", "output", "kernel", "steps", "longest code", "setting"],
+        ascending=[True, True, False, False, False, True])
     formats = pd.DataFrame([{"projection": row["projection"], "steps": row["steps"],
                              "max_code_length": row.get("max_code_length", RECORDED_BEFORE_THE_OPTION), **row}
                             for row in report["formats"]]).assign(

@@ -124,3 +124,26 @@ def test_fewer_bf16_instructions_did_not_make_bf16_faster():
     gain = stream_times("before_fewer_instructions") / stream_times("fewer_instructions_gate")
     assert gain.xs("bfloat16", level="output").between(0.99, 1.01).all()
     assert gain.xs("exponents", level="output").min() > 1.02
+
+
+def layout_times(name):
+    """The stream kernel's medians of a recording that timed several layouts, by (steps, longest code, setting)."""
+    table = pd.DataFrame(json.loads((RECORDED / f"decoder_parts_h200_{name}.json").read_text())["rows"])
+    table = table[table["kernel"] == "stream"]
+    return table.set_index(["steps", "max_code_length", "setting", "projection", "output"])["median_ms"].sort_index()
+
+
+def test_the_recorded_timings_show_why_the_format_changed_in_stop_74():
+    """Stop 74 on H200s: codes of at most 8 (or 7, or 6) bits instead of 12 sped the stream kernel up, codes most; 64
+    steps a lane helped only with enough programs an SM to keep every chunk resident; together, timed side by side
+    with the old layout, BF16 1.15x, exponents 1.17x, codes 1.22x faster."""
+    lengths = layout_times("code_lengths").xs(128, level="steps").xs("1x2x16", level="setting")
+    for bits in (8, 7, 6):
+        gain = (lengths.xs(12) / lengths.xs(bits)).groupby(level="output").min()
+        assert gain["codes"] > 1.08 and gain["exponents"] > 1.06 and gain["bfloat16"] > 1.02
+    both = layout_times("short_table")
+    old, new = both.xs((128, 12, "1x2x16")), both.xs((64, 8, "1x2x32"))
+    gain = (old / new).groupby(level="output").min()
+    assert gain["bfloat16"] > 1.15 and gain["exponents"] > 1.17 and gain["codes"] > 1.22
+    assert (both.xs((64, 8, "1x2x16")) / new).xs("bfloat16", level="output").min() > 1.1  # 16 programs an SM: slower
+    assert (both.xs((128, 8, "1x2x16")) / both.xs((128, 8, "1x2x32"))).between(0.98, 1.02).all()
