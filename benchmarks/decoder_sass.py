@@ -4,10 +4,11 @@ here and the nvdisasm bundled with it disassembles the loop; the tables count it
     .venv/bin/python benchmarks/decoder_sass.py                        # the installed Triton
     PYTHONPATH=/tmp/t36 .venv/bin/python benchmarks/decoder_sass.py   # the device image's Triton 3.6, unpacked there
 
-(`pip download triton==3.6.0 --no-deps` and unzip the wheel into /tmp/t36.) A loop step decodes two lanes a thread.
+(`pip download triton==3.6.0 --no-deps` and unzip the wheel into /tmp/t36.) A step decodes two lanes a thread; a
+loop iteration takes one step, or two where the buffers are topped up every other step (codes of at most 8 bits).
 What to look for: `BAR`, `LDS` and `STS` in the loop are a layout conversion through shared memory; a load whose
 result is used a few instructions later stalls every step. Writes results/compressed_pipelines/decoder_sass_
-triton<version>.md and .json atomically.
+triton<version>[_<label>].md and .json atomically.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def compile_stream_kernel(output: str, paired: bool, num_warps: int) -> tuple[st
     source = ASTSource(fn=kernel, signature=signature,
                        constexprs={(kernel.arg_names.index(name),): value for name, value in constants.items()},
                        attrs={(index,): [["tt.divisibility", 16]] for index in divisible})
-    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": num_warps, "maxnreg": settings.max_registers})
     tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
     with tempfile.TemporaryDirectory() as folder:
         cubin = Path(folder) / "kernel.cubin"
@@ -93,20 +95,24 @@ def describe(output: str, paired: bool, num_warps: int) -> dict:
     opcodes = loop_opcodes(sass)
     kinds = collections.Counter(opcode.split(".")[0] for opcode in opcodes)
     memory = collections.Counter(opcode for opcode in opcodes if opcode.split(".")[0] in MEMORY_KINDS)
-    return {"output": output, "N": "even" if paired else "odd", "registers": registers,
-            "loop_instructions": len(opcodes), **{kind: kinds.get(kind, 0) for kind in MEMORY_KINDS},
+    steps = decoders._steps_a_refill(StreamLayout())
+    return {"output": output, "N": "even" if paired else "odd", "registers": registers, "steps_a_loop": steps,
+            "loop_instructions": len(opcodes), "instructions_a_step": len(opcodes) / steps,
+            **{kind: kinds.get(kind, 0) for kind in MEMORY_KINDS},
             "memory_opcodes": dict(sorted(memory.items())), "opcodes": dict(kinds.most_common())}
 
 
 def markdown(report: dict) -> str:
-    rows = [[row["output"], row["N"], row["registers"], row["loop_instructions"], *(row[kind] for kind in MEMORY_KINDS),
+    rows = [[row["output"], row["N"], row["registers"], row.get("steps_a_loop", 1), row["loop_instructions"],
+             row["loop_instructions"] / row.get("steps_a_loop", 1), *(row[kind] for kind in MEMORY_KINDS),
              ", ".join(f"{opcode} {count}" for opcode, count in row["memory_opcodes"].items())]
             for row in report["rows"]]
-    columns = ["output", "N", "registers", "loop instructions", *MEMORY_KINDS, "memory instructions"]
+    columns = ["output", "N", "registers", "steps a loop iteration", "loop instructions", "instructions a step",
+               *MEMORY_KINDS, "memory instructions"]
     table = markdown_table(pd.DataFrame(rows, columns=columns))
     return (f"# The stream decoder's loop in SASS (Triton {report['triton']}, sm_90)\n\nCommand: `{report['command']}` "
             f"({report['seconds']:.0f} s). Compiled here, not on a GPU; {report['num_warps']} warps, the default "
-            "layout. One loop step decodes two lanes a thread.\n\n" + table + "\n")
+            "layout. A step decodes two lanes a thread; the memory columns count a loop iteration.\n\n" + table + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a subset of " + ",".join(decoders.OUTPUTS))
     parser.add_argument("--num-warps", type=int, default=decoders.DECODER.num_warps)
     parser.add_argument("--out-dir", type=Path, default=Path("results/compressed_pipelines"))
+    parser.add_argument("--label", default="", help="suffix of the output files")
     args = parser.parse_args(argv)
     outputs = args.outputs.split(",")
     for output in outputs:
@@ -127,11 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     for output in outputs:
         for paired in (True, False) if output != "codes" else (True,):  # codes always go out two bytes at a time
             rows.append(describe(output, paired, args.num_warps))
-            print(f"{output}, N {rows[-1]['N']}: {rows[-1]['loop_instructions']} instructions a step", flush=True)
+            print(f"{output}, N {rows[-1]['N']}: {rows[-1]['instructions_a_step']:g} instructions a step", flush=True)
     report = {"command": "python3 benchmarks/decoder_sass.py " + " ".join(sys.argv[1:] if argv is None else argv),
               "seconds": time.monotonic() - start, "triton": triton.__version__, "num_warps": args.num_warps,
               "triton_path": os.path.dirname(triton.__file__), "rows": rows}
-    slug = f"decoder_sass_triton{triton.__version__}"
+    slug = f"decoder_sass_triton{triton.__version__}" + (f"_{args.label}" if args.label else "")
     write_text_atomically(args.out_dir / f"{slug}.json", json.dumps(report, indent=1) + "\n")
     write_text_atomically(args.out_dir / f"{slug}.md", markdown(report))
     print(f"wrote {args.out_dir / slug}.md/.json")

@@ -2,9 +2,10 @@
 weights, on a persistent grid whose size is the SM-split knob; and the patch of verbatim groups.
 
 Each program takes `chunks_per_program` chunks at a time; a thread decodes two adjacent lanes of a chunk. At each
-step a lane tops up a 64-bit buffer of its next bits by a word when fewer than 32 are left, looks its two nibbles up
-in the decode table and gives one code byte (or two exponent bytes, or two BF16 weights: rows 2r and 2r + 1 of one
-column); the thread writes its two lanes' outputs together where they are adjacent.
+step a lane tops up a 64-bit buffer of its next bits by a word when fewer than 32 are left (every other step when
+codes have at most 8 bits), looks its two nibbles up in the decode table and gives one code byte (or two exponent
+bytes, or two BF16 weights: rows 2r and 2r + 1 of one column); the thread writes its two lanes' outputs together
+where they are adjacent.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ class DecoderSettings:
     chunks_per_program: int = 1
     num_warps: int = 2
     programs_per_sm: int = 32
+    # At most 32 registers a thread, so that 32 programs fit an SM: topped up every other step, the BF16 loop takes
+    # 34 and decoded 1.10x slower than held to 32, with no spills (docs/compressed_matmul.md, "A refill every other
+    # step").
+    max_registers: int = 32
     patch_groups_per_block: int = 16
     patch_num_warps: int = 4
 
@@ -59,17 +64,20 @@ def _open_lane(words_ptr, position, live):
 
 
 @triton.jit
-def _decode_step(words_ptr, table_ptr, buffer, valid, ahead, next_word, live, MAX_CODE_LENGTH: tl.constexpr):
-    """One step of a lane: top the buffer up with the word loaded ahead when fewer than 32 bits are left, look its
-    two nibbles up. A step reads at most 2 x MAX_CODE_LENGTH <= 30 bits, so the buffer never runs dry; the word it
+def _decode_step(words_ptr, table_ptr, buffer, valid, ahead, next_word, live, MAX_CODE_LENGTH: tl.constexpr,
+                 REFILL: tl.constexpr):
+    """One step of a lane: if REFILL, top the buffer up with the word loaded ahead when fewer than 32 bits are left;
+    look its two nibbles up. A step reads at most 2 x MAX_CODE_LENGTH <= 30 bits, so a buffer topped up at every step
+    never runs dry, and one topped up every other step does not either when 4 x MAX_CODE_LENGTH <= 32; the word it
     tops up with was loaded at the previous refill, so no step waits on a load it issued itself (the stream keeps 2
     spare words at its end)."""
-    refill = valid < 32
-    incoming = tl.where(refill, ahead, 0).to(tl.uint32, bitcast=True).to(tl.uint64)
-    buffer |= incoming << tl.where(refill, 32 - valid, 0).to(tl.uint64)
-    valid += tl.where(refill, 32, 0)
-    ahead = tl.load(words_ptr + next_word, mask=live & refill, other=ahead)
-    next_word += refill.to(next_word.dtype)
+    if REFILL:
+        refill = valid < 32
+        incoming = tl.where(refill, ahead, 0).to(tl.uint32, bitcast=True).to(tl.uint64)
+        buffer |= incoming << tl.where(refill, 32 - valid, 0).to(tl.uint64)
+        valid += tl.where(refill, 32, 0)
+        ahead = tl.load(words_ptr + next_word, mask=live & refill, other=ahead)
+        next_word += refill.to(next_word.dtype)
     first = tl.load(table_ptr + (buffer >> (64 - MAX_CODE_LENGTH)).to(tl.int32)).to(tl.int32)
     first_length = (first >> 4) & 15
     second = tl.load(table_ptr + ((buffer << first_length.to(tl.uint64)) >> (64 - MAX_CODE_LENGTH)).to(tl.int32))
@@ -153,6 +161,7 @@ def decode_stream_kernel(
     num_chunks, num_bytes, K, N,
     OUTPUT: tl.constexpr, LANES: tl.constexpr, STEPS: tl.constexpr, MAX_CODE_LENGTH: tl.constexpr,
     CHUNKS_PER_PROGRAM: tl.constexpr, EXPONENT_SHIFT: tl.constexpr, NARROW: tl.constexpr, PAIRED: tl.constexpr,
+    STEPS_A_REFILL: tl.constexpr,
 ):
     # A thread decodes the lanes 2p and 2p + 1 of a pair p. At each step they give adjacent code bytes, so the codes
     # go out as one 16-bit store (out_ptr a 16-bit view). With N even (PAIRED) their outputs are adjacent columns of
@@ -182,50 +191,55 @@ def decode_stream_kernel(
             # right behind it), and loaded a step ahead BF16 decoded 1.3x faster on an H200 (docs/compressed_matmul.md)
             ahead_first, ahead_second = _pair_sign_mantissas(sign_mantissa_ptr, byte, row_pair, column, live,
                                                              num_bytes, K, N, OUTPUT, NARROW)
-        for _ in range(STEPS):
-            written = live & (byte < num_bytes)  # num_bytes is even: both bytes of the pair, or neither
-            if OUTPUT != 0:  # a step's first nibbles go to row 2 * row_pair, its second ones to the row below
-                even = _element(row_pair, column, N, NARROW)
-                first_written = written & (2 * row_pair < K)
-                second_written = written & (2 * row_pair + 1 < K)
-                if PAIRED:  # the odd lane's outputs sit right after the even lane's, in one row pair
-                    first_at = even >> 1
-                    second_at = (even + N) >> 1
-                    first_sign_mantissas = ahead_first
-                    second_sign_mantissas = ahead_second
-                else:  # N odd: loaded in the step (slower: see above)
-                    odd = _element(odd_row_pair, odd_column, N, NARROW)
-                    odd_first_written = written & (2 * odd_row_pair < K)
-                    odd_second_written = written & (2 * odd_row_pair + 1 < K)
-                    even_first_sm = _load_sign_mantissa(sign_mantissa_ptr, even, first_written, OUTPUT)
-                    even_second_sm = _load_sign_mantissa(sign_mantissa_ptr, even + N, second_written, OUTPUT)
-                    odd_first_sm = _load_sign_mantissa(sign_mantissa_ptr, odd, odd_first_written, OUTPUT)
-                    odd_second_sm = _load_sign_mantissa(sign_mantissa_ptr, odd + N, odd_second_written, OUTPUT)
-            even_first, even_second, even_buffer, even_valid, even_ahead, even_next = _decode_step(
-                words_ptr, table_ptr, even_buffer, even_valid, even_ahead, even_next, live, MAX_CODE_LENGTH)
-            odd_first, odd_second, odd_buffer, odd_valid, odd_ahead, odd_next = _decode_step(
-                words_ptr, table_ptr, odd_buffer, odd_valid, odd_ahead, odd_next, live, MAX_CODE_LENGTH)
-            if OUTPUT == 0:
-                codes = (even_first & 15) | ((even_second & 15) << 4) | ((odd_first & 15) << 8) | (
-                    (odd_second & 15) << 12)
-                tl.store(out_ptr + (byte >> 1), codes.to(tl.int16), mask=written)
-            elif PAIRED:
-                _store_pair(out_ptr, first_at, even_first, odd_first, first_sign_mantissas, first_written,
-                            OUTPUT, EXPONENT_SHIFT)
-                _store_pair(out_ptr, second_at, even_second, odd_second, second_sign_mantissas, second_written,
-                            OUTPUT, EXPONENT_SHIFT)
-            else:
-                _store_lane(out_ptr, even, even_first, even_first_sm, first_written, OUTPUT, EXPONENT_SHIFT)
-                _store_lane(out_ptr, even + N, even_second, even_second_sm, second_written, OUTPUT, EXPONENT_SHIFT)
-                _store_lane(out_ptr, odd, odd_first, odd_first_sm, odd_first_written, OUTPUT, EXPONENT_SHIFT)
-                _store_lane(out_ptr, odd + N, odd_second, odd_second_sm, odd_second_written, OUTPUT, EXPONENT_SHIFT)
-            byte += LANES
-            row_pair, column = _advance(row_pair, column, LANES, N)
-            if PAIRED:
-                ahead_first, ahead_second = _pair_sign_mantissas(sign_mantissa_ptr, byte, row_pair, column, live,
-                                                                 num_bytes, K, N, OUTPUT, NARROW)
-            else:
-                odd_row_pair, odd_column = _advance(odd_row_pair, odd_column, LANES, N)
+        # STEPS_A_REFILL steps a loop iteration, the buffers topped up only in the first: with codes of at most 8 bits,
+        # 2 (fewer instructions a step: on an H200 codes decoded 1.14x faster, docs/compressed_matmul.md).
+        for _ in range(STEPS // STEPS_A_REFILL):
+            for sub in tl.static_range(STEPS_A_REFILL):
+                written = live & (byte < num_bytes)  # num_bytes is even: both bytes of the pair, or neither
+                if OUTPUT != 0:  # a step's first nibbles go to row 2 * row_pair, its second ones to the row below
+                    even = _element(row_pair, column, N, NARROW)
+                    first_written = written & (2 * row_pair < K)
+                    second_written = written & (2 * row_pair + 1 < K)
+                    if PAIRED:  # the odd lane's outputs sit right after the even lane's, in one row pair
+                        first_at = even >> 1
+                        second_at = (even + N) >> 1
+                        first_sign_mantissas = ahead_first
+                        second_sign_mantissas = ahead_second
+                    else:  # N odd: loaded in the step (slower: see above)
+                        odd = _element(odd_row_pair, odd_column, N, NARROW)
+                        odd_first_written = written & (2 * odd_row_pair < K)
+                        odd_second_written = written & (2 * odd_row_pair + 1 < K)
+                        even_first_sm = _load_sign_mantissa(sign_mantissa_ptr, even, first_written, OUTPUT)
+                        even_second_sm = _load_sign_mantissa(sign_mantissa_ptr, even + N, second_written, OUTPUT)
+                        odd_first_sm = _load_sign_mantissa(sign_mantissa_ptr, odd, odd_first_written, OUTPUT)
+                        odd_second_sm = _load_sign_mantissa(sign_mantissa_ptr, odd + N, odd_second_written, OUTPUT)
+                even_first, even_second, even_buffer, even_valid, even_ahead, even_next = _decode_step(
+                    words_ptr, table_ptr, even_buffer, even_valid, even_ahead, even_next, live, MAX_CODE_LENGTH,
+                    sub == 0)
+                odd_first, odd_second, odd_buffer, odd_valid, odd_ahead, odd_next = _decode_step(
+                    words_ptr, table_ptr, odd_buffer, odd_valid, odd_ahead, odd_next, live, MAX_CODE_LENGTH,
+                    sub == 0)
+                if OUTPUT == 0:
+                    codes = (even_first & 15) | ((even_second & 15) << 4) | ((odd_first & 15) << 8) | (
+                        (odd_second & 15) << 12)
+                    tl.store(out_ptr + (byte >> 1), codes.to(tl.int16), mask=written)
+                elif PAIRED:
+                    _store_pair(out_ptr, first_at, even_first, odd_first, first_sign_mantissas, first_written,
+                                OUTPUT, EXPONENT_SHIFT)
+                    _store_pair(out_ptr, second_at, even_second, odd_second, second_sign_mantissas, second_written,
+                                OUTPUT, EXPONENT_SHIFT)
+                else:
+                    _store_lane(out_ptr, even, even_first, even_first_sm, first_written, OUTPUT, EXPONENT_SHIFT)
+                    _store_lane(out_ptr, even + N, even_second, even_second_sm, second_written, OUTPUT, EXPONENT_SHIFT)
+                    _store_lane(out_ptr, odd, odd_first, odd_first_sm, odd_first_written, OUTPUT, EXPONENT_SHIFT)
+                    _store_lane(out_ptr, odd + N, odd_second, odd_second_sm, odd_second_written, OUTPUT, EXPONENT_SHIFT)
+                byte += LANES
+                row_pair, column = _advance(row_pair, column, LANES, N)
+                if PAIRED:
+                    ahead_first, ahead_second = _pair_sign_mantissas(sign_mantissa_ptr, byte, row_pair, column, live,
+                                                                     num_bytes, K, N, OUTPUT, NARROW)
+                else:
+                    odd_row_pair, odd_column = _advance(odd_row_pair, odd_column, LANES, N)
 
 
 @triton.jit(do_not_specialize=["num_groups"])
@@ -275,7 +289,13 @@ def _check_output(weight: DeviceWeight, output: str, out: torch.Tensor) -> None:
 def _launch_arguments(layout: StreamLayout, output: str, settings: DecoderSettings) -> dict:
     return {"OUTPUT": _OUTPUT_ID[output], "LANES": layout.lanes, "STEPS": layout.steps,
             "MAX_CODE_LENGTH": layout.max_code_length, "CHUNKS_PER_PROGRAM": settings.chunks_per_program,
+            "STEPS_A_REFILL": _steps_a_refill(layout),
             "EXPONENT_SHIFT": EXPONENT_SHIFT, "num_warps": settings.num_warps}
+
+
+def _steps_a_refill(layout: StreamLayout) -> int:
+    """Steps decoded between the buffers' top-ups: 2 where two steps read at most 32 bits and the steps pair up."""
+    return 2 if 4 * layout.max_code_length <= 32 and layout.steps % 2 == 0 else 1
 
 
 def _narrow(shape: tuple[int, int], words: int) -> bool:
@@ -312,7 +332,7 @@ def _launch_stream(weight: DeviceWeight, output: str, target: torch.Tensor, prog
         weight.words, weight.chunk_starts, weight.lane_bits, weight.decode_table,
         weight.sign_mantissa.view(-1).view(sign_mantissa_dtype), target.view(-1).view(out_dtype),
         weight.chunks, weight.num_bytes, rows, columns, **_launch_arguments(weight.layout, output, settings),
-        NARROW=_narrow(weight.shape, weight.words.numel()), PAIRED=columns % 2 == 0)
+        NARROW=_narrow(weight.shape, weight.words.numel()), PAIRED=columns % 2 == 0, maxnreg=settings.max_registers)
 
 
 def _launch_patch(weight: DeviceWeight, output: str, target: torch.Tensor, programs: int,
@@ -363,7 +383,8 @@ def compile_decoder(output: str, shape: tuple[int, int], layout: StreamLayout = 
     decode_stream_kernel.warmup(
         torch.int32, torch.int64, torch.int16, torch.int16, sign_mantissa_dtype, out_dtype,
         2, num_bytes, rows, columns, grid=(1,),
-        **_launch_arguments(layout, output, settings), NARROW=_narrow(shape, 0), PAIRED=columns % 2 == 0)
+        **_launch_arguments(layout, output, settings), NARROW=_narrow(shape, 0), PAIRED=columns % 2 == 0,
+        maxnreg=settings.max_registers)
     if output != "codes":
         patch_verbatim_kernel.warmup(
             torch.int32, torch.uint8, torch.uint8, torch.int16 if output == "bfloat16" else torch.uint8, 2, rows,
