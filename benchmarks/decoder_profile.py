@@ -2,13 +2,14 @@
 output twice, for ncu to profile; `summarize` turns ncu's raw CSV pages into a table of the counters that say what
 bounds the kernel (L1 wavefronts of the table gathers, stall reasons, pipe use, DRAM traffic).
 
-    ncu --clock-control none --set full --import-source no --kernel-name regex:decode_stream -f -o gate \\
-        python3 benchmarks/decoder_profile.py launch --outputs codes,exponents,bfloat16 --steps 64 --max-code-length 8
+    PYTHONPATH=lib ncu --clock-control none --set full --import-source no --kernel-name regex:decode_stream -f \\
+        -o gate python3 benchmarks/decoder_profile.py launch --outputs codes,exponents,bfloat16
     ncu -i gate.ncu-rep --page raw --csv > default.csv
     PYTHONPATH=lib python3 benchmarks/decoder_profile.py summarize --profile default codes,exponents,bfloat16 \\
         default.csv --out results/compressed_pipelines/decoder_ncu_h200
 
-Each output is launched twice (the first compiles); the summary reads the second launch of each.
+Each output is launched twice (the first compiles); the summary reads the second launch of each. `launch` defaults
+to the deployed layout and settings; `--steps 128 --max-code-length 12 --programs-per-sm 16` gives stop 73's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pandas as pd
 
 from tunebench.files import write_text_atomically
 from tunebench.kernels.compressed_matmul import decoders
+from tunebench.kernels.compressed_matmul.stream import StreamLayout
 from tunebench.tables import markdown_table
 
 # (column name, ncu raw metric): what the decoder's profiles were read for.
@@ -54,12 +56,12 @@ UNITS = {"gpu__time_duration.sum": "us", "dram__bytes_read.sum": "Mbyte", "dram_
 
 
 def launch(outputs: list[str], steps: int, max_code_length: int, programs_per_sm: int) -> None:
-    import torch
+    """Compress the gate weight in the given layout and run the stream kernel twice per output on the GPU."""
+    import torch  # here, not at the top: `summarize` needs no GPU
 
     from tunebench.kernels.compressed_matmul import compact, synthetic
     from tunebench.kernels.compressed_matmul.device import to_device
     from tunebench.kernels.compressed_matmul.schedule import decoder_programs
-    from tunebench.kernels.compressed_matmul.stream import StreamLayout
 
     layout = StreamLayout(steps=steps, max_code_length=max_code_length)
     settings = dataclasses.replace(decoders.DECODER, programs_per_sm=programs_per_sm)
@@ -106,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("launch", help="launch the stream decoder for ncu")
     run.add_argument("--outputs", default=",".join(decoders.OUTPUTS))
-    run.add_argument("--steps", type=int, default=64)
-    run.add_argument("--max-code-length", type=int, default=8)
+    run.add_argument("--steps", type=int, default=StreamLayout().steps)
+    run.add_argument("--max-code-length", type=int, default=StreamLayout().max_code_length)
     run.add_argument("--programs-per-sm", type=int, default=decoders.DECODER.programs_per_sm)
     summary = commands.add_parser("summarize", help="tabulate ncu raw CSV pages")
     summary.add_argument("--profile", nargs=3, action="append", required=True, metavar=("LABEL", "OUTPUTS", "CSV"))
