@@ -91,6 +91,29 @@ def test_decoders_read_two_longest_codes_every_step(monkeypatch):
     check_decoders(bits, layout, 3, "cpu")
 
 
+def eight_bit_code_lengths(counts, max_length):
+    """A complete code of at most 8 bits that gives the two most frequent symbols 8 bits and seven others 1 to 7."""
+    lengths = np.zeros(len(counts), dtype=np.uint8)
+    order = np.argsort(-np.asarray(counts), kind="stable")
+    lengths[order[:2]] = 8
+    lengths[order[2:9]] = np.arange(1, 8)
+    return lengths
+
+
+@CPU_ONLY
+def test_decoders_topped_up_every_other_step_read_two_steps_of_longest_codes(monkeypatch):
+    # With codes of at most 8 bits the buffers are topped up every other step; two steps of 8-bit codes read 32 bits,
+    # all that a topped-up buffer is sure to hold.
+    monkeypatch.setattr(huffman, "code_lengths", eight_bit_code_lengths)
+    rng = np.random.default_rng(1)
+    bits = format.join_bits(rng.choice(np.array([120, 121], dtype=np.uint8), (64, 64)),
+                            rng.integers(0, 256, (64, 64), dtype=np.uint8))
+    layout = StreamLayout(lanes=16, steps=8, max_code_length=8)
+    assert decoders._steps_a_refill(layout) == 2
+    assert compact.compress(bits, layout).stream.payload_bits() == 8 * bits.size  # an 8-bit code per weight
+    check_decoders(bits, layout, 3, "cpu")
+
+
 @CPU_ONLY
 def test_decoders_with_64_bit_offsets(monkeypatch):
     # Weights this small use 32-bit offsets; the 64-bit path of larger ones must decode the same.
