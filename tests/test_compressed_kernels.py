@@ -69,48 +69,31 @@ def test_decoders_with_the_default_layout():
     check_decoders(weights_with_outliers((256, 160)), StreamLayout(), 2, "cpu")  # 20 KiB of codes: 3 chunks
 
 
-def longest_code_lengths(counts, max_length):
-    """A complete code that gives the two most frequent symbols 15 bits and the others 1 to 14."""
-    lengths = np.zeros(len(counts), dtype=np.uint8)
-    order = np.argsort(-np.asarray(counts), kind="stable")
-    lengths[order[:2]] = 15
-    lengths[order[2:]] = np.arange(1, len(counts) - 1)
-    return lengths
+def longest_code_lengths(length):
+    """`huffman.code_lengths` for a complete code that gives the two most frequent symbols `length` bits and others 1
+    to length - 1."""
+    def code_lengths(counts, max_length):
+        lengths = np.zeros(len(counts), dtype=np.uint8)
+        order = np.argsort(-np.asarray(counts), kind="stable")
+        lengths[order[:2]] = length
+        lengths[order[2:length + 1]] = np.arange(1, length)
+        return lengths
+    return code_lengths
 
 
 @CPU_ONLY
-def test_decoders_read_two_longest_codes_every_step(monkeypatch):
-    # Two exponents only, coded in 15 bits each: every step reads 30 bits, the most the bit buffer holds after a refill.
-    monkeypatch.setattr(huffman, "code_lengths", longest_code_lengths)
+@pytest.mark.parametrize("length, steps_a_refill", [(15, 1), (8, 2)])
+def test_decoders_read_the_longest_codes_every_step(monkeypatch, length, steps_a_refill):
+    # Two exponents only, each coded in `length` bits. 15: every step reads 30 bits, the most the bit buffer holds after
+    # a refill. 8: the buffers are topped up every other step, and two steps read 32 bits, all that a topped-up buffer
+    # is sure to hold (the test fails if they are topped up every fourth step).
+    monkeypatch.setattr(huffman, "code_lengths", longest_code_lengths(length))
     rng = np.random.default_rng(0)
     bits = format.join_bits(rng.choice(np.array([120, 121], dtype=np.uint8), (64, 64)),
                             rng.integers(0, 256, (64, 64), dtype=np.uint8))
-    layout = StreamLayout(lanes=16, steps=8, max_code_length=15)
-    stream = compact.compress(bits, layout).stream
-    assert stream.payload_bits() == 15 * bits.size  # a 15-bit code per weight
-    check_decoders(bits, layout, 3, "cpu")
-
-
-def eight_bit_code_lengths(counts, max_length):
-    """A complete code of at most 8 bits that gives the two most frequent symbols 8 bits and seven others 1 to 7."""
-    lengths = np.zeros(len(counts), dtype=np.uint8)
-    order = np.argsort(-np.asarray(counts), kind="stable")
-    lengths[order[:2]] = 8
-    lengths[order[2:9]] = np.arange(1, 8)
-    return lengths
-
-
-@CPU_ONLY
-def test_decoders_topped_up_every_other_step_read_two_steps_of_longest_codes(monkeypatch):
-    # With codes of at most 8 bits the buffers are topped up every other step; two steps of 8-bit codes read 32 bits,
-    # all that a topped-up buffer is sure to hold.
-    monkeypatch.setattr(huffman, "code_lengths", eight_bit_code_lengths)
-    rng = np.random.default_rng(1)
-    bits = format.join_bits(rng.choice(np.array([120, 121], dtype=np.uint8), (64, 64)),
-                            rng.integers(0, 256, (64, 64), dtype=np.uint8))
-    layout = StreamLayout(lanes=16, steps=8, max_code_length=8)
-    assert decoders._steps_a_refill(layout) == 2
-    assert compact.compress(bits, layout).stream.payload_bits() == 8 * bits.size  # an 8-bit code per weight
+    layout = StreamLayout(lanes=16, steps=8, max_code_length=length)
+    assert decoders._steps_a_refill(layout) == steps_a_refill
+    assert compact.compress(bits, layout).stream.payload_bits() == length * bits.size  # a code of `length` a weight
     check_decoders(bits, layout, 3, "cpu")
 
 
