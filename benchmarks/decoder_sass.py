@@ -6,8 +6,8 @@ here and the nvdisasm bundled with it disassembles the loop; the tables count it
 
 (`pip download triton==3.6.0 --no-deps` and unzip the wheel into /tmp/t36.) A step decodes two lanes a thread; a
 loop iteration takes one step, or two where the buffers are topped up every other step (codes of at most 8 bits).
-What to look for: `BAR`, `LDS` and `STS` in the loop are a layout conversion through shared memory; a load whose
-result is used a few instructions later stalls every step. Writes results/compressed_pipelines/decoder_sass_
+What to look for: `BAR`, `LDS` and `STS` in the loop are a layout conversion through shared memory, `LDL` and `STL`
+registers spilled to local memory; a load whose result is used a few instructions later stalls every step. Writes results/compressed_pipelines/decoder_sass_
 triton<version>[_<label>].md and .json atomically.
 """
 
@@ -35,7 +35,7 @@ from tunebench.kernels.compressed_matmul.stream import StreamLayout
 from tunebench.tables import markdown_table
 
 POINTER_TYPES = {"torch.uint8": "*u8", "torch.int16": "*i16", "torch.int32": "*i32", "torch.int64": "*i64"}
-MEMORY_KINDS = ("LDG", "STG", "LDS", "STS", "BAR")
+MEMORY_KINDS = ("LDG", "STG", "LDS", "STS", "BAR", "LDL", "STL")  # LDL, STL: registers spilled to local memory
 _INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 _BACK_BRANCH = re.compile(r"BRA\s+`?\((\.L_x_\d+)\)")
@@ -78,7 +78,7 @@ def compile_stream_kernel(output: str, paired: bool, num_warps: int) -> tuple[st
                        constexprs={(kernel.arg_names.index(name),): value for name, value in constants.items()},
                        attrs={(index,): [["tt.divisibility", 16]] for index in divisible})
     compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
-                              options={"num_warps": num_warps, "maxnreg": settings.max_registers})
+                              options={"num_warps": num_warps, "maxnreg": decoders._register_cap(settings, paired)})
     tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
     with tempfile.TemporaryDirectory() as folder:
         cubin = Path(folder) / "kernel.cubin"

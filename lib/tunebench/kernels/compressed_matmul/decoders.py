@@ -35,9 +35,9 @@ class DecoderSettings:
     chunks_per_program: int = 1
     num_warps: int = 2
     programs_per_sm: int = 32
-    # At most 32 registers a thread, so that 32 programs fit an SM: topped up every other step, the BF16 loop takes
-    # 34 and decoded 1.10x slower than held to 32, with no spills (docs/compressed_matmul.md, "A refill every other
-    # step").
+    # At most 32 registers a thread where N is even, so that 32 programs fit an SM: topped up every other step, the
+    # BF16 loop takes 34 and decoded 1.10x slower than held to 32, with no spills (docs/compressed_matmul.md, "A refill
+    # every other step").
     max_registers: int = 32
     patch_groups_per_block: int = 16
     patch_num_warps: int = 4
@@ -298,6 +298,12 @@ def _steps_a_refill(layout: StreamLayout) -> int:
     return 2 if 4 * layout.max_code_length <= 32 and layout.steps % 2 == 0 else 1
 
 
+def _register_cap(settings: DecoderSettings, paired: bool) -> int | None:
+    """The stream kernel's register cap: `settings.max_registers` where N is even (lane pairs written together); none
+    for N odd, whose BF16 loop would spill at 32 registers (it takes 43; neither was timed)."""
+    return settings.max_registers if paired else None
+
+
 def _narrow(shape: tuple[int, int], words: int) -> bool:
     """Whether every offset the stream kernel forms (output element, code byte, stream word) fits 31 bits."""
     rows, columns = shape
@@ -332,7 +338,8 @@ def _launch_stream(weight: DeviceWeight, output: str, target: torch.Tensor, prog
         weight.words, weight.chunk_starts, weight.lane_bits, weight.decode_table,
         weight.sign_mantissa.view(-1).view(sign_mantissa_dtype), target.view(-1).view(out_dtype),
         weight.chunks, weight.num_bytes, rows, columns, **_launch_arguments(weight.layout, output, settings),
-        NARROW=_narrow(weight.shape, weight.words.numel()), PAIRED=columns % 2 == 0, maxnreg=settings.max_registers)
+        NARROW=_narrow(weight.shape, weight.words.numel()), PAIRED=columns % 2 == 0,
+        maxnreg=_register_cap(settings, columns % 2 == 0))
 
 
 def _launch_patch(weight: DeviceWeight, output: str, target: torch.Tensor, programs: int,
@@ -384,7 +391,7 @@ def compile_decoder(output: str, shape: tuple[int, int], layout: StreamLayout = 
         torch.int32, torch.int64, torch.int16, torch.int16, sign_mantissa_dtype, out_dtype,
         2, num_bytes, rows, columns, grid=(1,),
         **_launch_arguments(layout, output, settings), NARROW=_narrow(shape, 0), PAIRED=columns % 2 == 0,
-        maxnreg=settings.max_registers)
+        maxnreg=_register_cap(settings, columns % 2 == 0))
     if output != "codes":
         patch_verbatim_kernel.warmup(
             torch.int32, torch.uint8, torch.uint8, torch.int16 if output == "bfloat16" else torch.uint8, 2, rows,
