@@ -1,7 +1,9 @@
 """Achieved memory bandwidth of a recorded kernel dataset's best configs, against the device's copy bandwidth.
 
 For every shape of each dataset given, re-measures side by side, in interleaved rounds: the recorded best config,
-the kernel's DEFAULT_CONFIG (an untuned user's pick), torch eager (the dataset's vendor) and torch.compile; each is
+the same without the alignment hint where the launch passes one (cols or a row stride a multiple of 2, 4 or 8 but not
+of 16; see kernels/rowwise.py), the kernel's DEFAULT_CONFIG (an untuned user's pick), torch eager (the dataset's
+vendor) and torch.compile; each is
 checked against the fp32 reference, then reported as bytes_moved / latency and as a share of the copy bandwidth,
 measured first (a device-to-device copy of --copy-mib MiB, bytes read plus written). Timing is the project's one
 method (tunebench.measure.timing.Timer).
@@ -23,7 +25,7 @@ from typing import Any, Callable
 
 from tunebench.files import write_text_atomically
 
-METHODS = ("best", "default", "torch eager", "torch.compile")
+METHODS = ("best", "best without the hint", "default", "torch eager", "torch.compile")  # in the tables' order
 KERNELS = ("layernorm", "softmax")  # the memory-bound families, whose cost is bytes moved
 
 
@@ -80,12 +82,16 @@ def measure_shape(kernel: Any, dtype: str, shape: tuple[int, ...], best: dict[st
     """Each method's check and interleaved timing on one shape."""
     import torch
 
+    from tunebench.kernels import rowwise
+
     inputs = kernel.make_inputs(shape, dtype, "cuda", seed=0)
     expected = kernel.reference(inputs)
     torch._dynamo.reset()  # one static-shape compile per shape, clear of the recompile limit
     compiled = torch.compile(compilable_function(kernel.NAME), dynamic=False)
-    functions = {
-        "best": functools.partial(kernel.run, best, inputs),
+    functions = {"best": functools.partial(kernel.run, best, inputs)}
+    if rowwise.compile_arguments(best, shape[1], inputs.x.stride(0), inputs.out.stride(0))["ALIGN"] > 1:
+        functions["best without the hint"] = functools.partial(kernel.run, best, inputs, hint=False)
+    functions |= {
         "default": functools.partial(kernel.run, kernel.DEFAULT_CONFIG, inputs),
         "torch eager": functools.partial(kernel.run_vendor, inputs),
         "torch.compile": functools.partial(compiled, inputs),
@@ -118,7 +124,7 @@ def markdown(report: dict[str, Any]) -> str:
     copy = report["copy"]
     rows = []
     for entry in report["shapes"]:
-        for method in METHODS:
+        for method in (method for method in METHODS if method in entry["methods"]):
             outcome = entry["methods"][method]
             row: dict[str, Any] = dict(zip(report["shape_names"], entry["shape"]))
             row.update({"MB moved": entry["bytes_moved"] / 1e6, "method": method})
@@ -145,7 +151,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"Copy bandwidth (device-to-device copy of {copy['bytes'] // 2 // 2**20} MiB, bytes read + written): "
         f"{copy['bandwidth_gbs']:.0f} GB/s ({copy['latency_ms']:.4g} ms). Achieved bandwidth: bytes_moved ({moved}) "
         "/ median latency; '% of copy' is its share of the copy bandwidth. Methods: the recorded best config, the "
-        "kernel's DEFAULT_CONFIG, torch eager, torch.compile, re-measured side by side in interleaved rounds.",
+        "same without the alignment hint (where the launch passes one), the kernel's DEFAULT_CONFIG, torch eager, "
+        "torch.compile, re-measured side by side in interleaved rounds.",
         markdown_table(pd.DataFrame(rows)),
         "## Recorded best config per shape",
         markdown_table(configs),

@@ -100,6 +100,7 @@ def test_cost_model():
 def test_specialization_follows_divisibility_of_cols_only():
     assert layernorm.specialization((1, 4096)) == layernorm.specialization((32768, 8192))
     assert layernorm.specialization((1, 4096)) != layernorm.specialization((1, 3000))
+    assert layernorm.specialization((1, 3000)) != layernorm.specialization((1, 4100))  # the hint: 8 against 4
     specializations = {layernorm.specialization(shape) for shape in layernorm.SHAPE_SETS["default"]}
     assert len(specializations) == 2  # each binary is compiled twice over the whole dataset
 

@@ -88,6 +88,7 @@ def test_cost_model():
 def test_specialization_follows_divisibility_of_cols_only():
     assert softmax.specialization((1, 8192)) == softmax.specialization((4096, 32000))
     assert softmax.specialization((1, 5000)) != softmax.specialization((1, 5120))
+    assert softmax.specialization((1, 5000)) != softmax.specialization((1, 4100))  # the hint: 8 against 4
     assert len({softmax.specialization(shape) for shape in softmax.SHAPE_SETS["default"]}) == 2
 
 
@@ -110,7 +111,7 @@ def test_grid_is_persistent_and_never_larger_than_the_work():
 def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
     recorder = LaunchRecorder()
     monkeypatch.setattr(softmax, "softmax_kernel", recorder)
-    shape = (5, 48)
+    shape = (5, 40)  # the alignment hint is 8
     softmax.compile_only(IN_REGISTERS, shape, "bfloat16")
     softmax.run(IN_REGISTERS, softmax.make_inputs(shape, "bfloat16", "cpu"))
     (warm_args, warm_options), (launch_args, launch_options) = recorder.calls["warmup"], recorder.calls["launch"]

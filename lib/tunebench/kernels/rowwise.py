@@ -4,7 +4,8 @@ it, the launch grid (one program per row block, or a persistent grid sized from 
 Both kernels read a (rows x cols) tensor in tiles of ROWS_PER_PROGRAM rows by BLOCK_SIZE columns. With
 ROW_IN_REGISTERS a row that fits one tile is read once and kept in registers; every other row is streamed through
 a loop over its tiles twice (statistics, then output). PERSISTENT and PROGRAMS_PER_SM only size the grid, so
-configs that differ in them alone share one compiled binary.
+configs that differ in them alone share one compiled binary. The launch passes ALIGN, the divisibility of the column
+count and the row strides that Triton's own specialization (by 16) does not see (`matmul.alignment`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Mapping
 import torch
 import triton
 
+from tunebench.kernels.matmul import alignment
 from tunebench.space import Choice, Constraint, Flag, IntRange, Ordinal, PowerOfTwo, Space
 
 SHAPE_NAMES = ("rows", "cols")
@@ -239,22 +241,27 @@ def grid(config: Mapping[str, Any], rows: int, device: torch.device) -> tuple[in
     return (min(row_blocks, config["PROGRAMS_PER_SM"] * sm_count(device)),)
 
 
-def compile_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The config's compile-time arguments: its constexprs and launch options, without the grid's.
+def compile_arguments(config: Mapping[str, Any], cols: int, *row_strides: int) -> dict[str, Any]:
+    """The config's compile-time arguments for rows of `cols` columns at these row strides (in elements): its
+    constexprs and launch options, without the grid's, and ALIGN.
 
     num_stages goes to the kernel's loops as NUM_STAGES (tl.range(num_stages=...)) as well as to the launch:
-    Triton software-pipelines loads that feed no tl.dot only in loops that ask for it themselves."""
+    Triton software-pipelines loads that feed no tl.dot only in loops that ask for it themselves. ALIGN is the
+    largest of 8, 4 and 2 that divides cols and every row stride, 1 where none does or where all are multiples of 16
+    (`matmul.alignment`): the kernel rewrites those values as multiples of ALIGN, so that the compiler can prove
+    rows of 5000 bf16 elements 16-byte aligned and load them as vectors."""
     return {
         "BLOCK_SIZE": config["BLOCK_SIZE"], "ROWS_PER_PROGRAM": config["ROWS_PER_PROGRAM"],
         "ROW_IN_REGISTERS": config["ROW_IN_REGISTERS"], "LOOP_UNROLL": config["LOOP_UNROLL"],
         "EVICTION_POLICY": config["EVICTION_POLICY"], "NUM_STAGES": config["num_stages"],
+        "ALIGN": alignment(cols, *row_strides),
         "num_warps": config["num_warps"], "num_stages": config["num_stages"],
     }
 
 
-def specialization(shape: tuple[int, ...], kernel: str) -> tuple[bool, ...]:
+def specialization(shape: tuple[int, ...], kernel: str) -> tuple[int | bool, ...]:
     """The part of a shape that selects a distinct compiled binary. Triton specializes integer arguments on == 1
     and on divisibility by 16; the kernels pass cols and the two row strides (equal to cols for contiguous
-    tensors), and leave rows unspecialized so that every row count shares one binary."""
+    tensors) and their ALIGN, and leave rows unspecialized so that every row count shares one binary."""
     _, cols = check_shape(shape, kernel)
-    return tuple(flag for value in (cols, cols, cols) for flag in (value == 1, value % 16 == 0))
+    return (*(flag for value in (cols, cols, cols) for flag in (value == 1, value % 16 == 0)), alignment(cols))
