@@ -299,3 +299,34 @@ def test_a_gpu_sweep_stopped_and_resumed_says_which_sitting_timed_each_row():
     sittings = dataset.measurements.groupby("M")["sitting"].agg(lambda column: sorted(set(column))).to_dict()
     assert sittings == {1024: [0], 2048: [1]} and dataset.measurements.groupby("M").size().tolist() == [80, 80]
     assert dataset.vendor.set_index("M")["sitting"].to_dict() == {1024: 0, 2048: 1}
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--kernel", "gemm"], "unknown kernel 'gemm'; known kernels: matmul, "),
+    (["--dtype", "int8"], "unknown dtype 'int8' for matmul; allowed: bfloat16, float16"),
+    (["--shapes", "3x32"], "bad shape '3x32': expected 3 positive integers joined by 'x', or the name of one of "
+                           "matmul's shape sets: "),
+    (["--stop-after-s", "-5"], "--stop-after-s must be at least 0, got -5.0"),
+    (["--compile-workers", "0"], "--compile-workers must be at least 1, got 0"),
+    (["--limit-configs", "0"], "--limit-configs must be at least 1, got 0"),
+    (["--out", "x.csv"], "--out 'x.csv': a dataset is a .parquet file"),
+    (["--configs", "missing.json"], "--configs 'missing.json' is not a readable JSON list of configs"),
+])
+def test_the_command_line_names_a_bad_value_and_what_is_allowed(arguments, message, tmp_path, capsys, monkeypatch):
+    """Each refused before any journal, bench or GPU: argparse's exit status 2 and one line naming the value."""
+    monkeypatch.chdir(tmp_path)
+    defaults = {"--shapes": "3x32x48", "--out": "x.parquet"}
+    given = dict(zip(arguments[::2], arguments[1::2]))
+    with pytest.raises(SystemExit) as exit_info:
+        main([item for option, value in {**defaults, **given}.items() for item in (option, value)])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir()), "nothing written"
+
+
+def test_the_command_line_refuses_configs_that_are_not_a_list_of_configs(tmp_path, capsys):
+    configs = tmp_path / "configs.json"
+    configs.write_text('{"BLOCK_M": 64}')
+    with pytest.raises(SystemExit):
+        main(["--shapes", "3x32x48", "--out", str(tmp_path / "x.parquet"), "--configs", str(configs)])
+    assert "holds dict, not a JSON list of configs" in capsys.readouterr().err

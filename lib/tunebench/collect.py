@@ -369,16 +369,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.gpus is not None and args.resume_from is not None:
         parser.error("--resume-from seeds one journal; with --gpus each GPU resumes its own journal "
                      "(<out stem>.gpu<N>.journal) in place")
-    kernel = get_kernel(args.kernel)
+    for option, value, least in (("--stop-after-s", args.stop_after_s, 0), ("--compile-workers", args.compile_workers, 1),
+                                 ("--limit-configs", args.limit_configs, 1)):
+        if value is not None and not value >= least:
+            parser.error(f"{option} must be at least {least}, got {value}")
+    if args.out.suffix != ".parquet":
+        parser.error(f"--out {str(args.out)!r}: a dataset is a .parquet file")
+    try:
+        kernel = get_kernel(args.kernel)
+    except ValueError as error:
+        parser.error(str(error))
     if args.dtype not in kernel.DTYPES:
         parser.error(f"unknown dtype {args.dtype!r} for {args.kernel}; allowed: {', '.join(kernel.DTYPES)}")
     try:
         shapes = (list(kernel.SHAPE_SETS[args.shapes]) if args.shapes in kernel.SHAPE_SETS
                   else parse_shapes(args.shapes, len(kernel.SHAPE_NAMES)))
     except ValueError as error:
-        parser.error(str(error))
+        parser.error(f"{error}, or the name of one of {args.kernel}'s shape sets: {', '.join(kernel.SHAPE_SETS)}")
     command = ["python", "-m", "tunebench.collect", *(argv if argv is not None else sys.argv[1:])]
-    configs = json.loads(args.configs.read_text()) if args.configs else None
+    try:
+        configs = json.loads(args.configs.read_text()) if args.configs else None
+    except (OSError, json.JSONDecodeError) as error:
+        parser.error(f"--configs {str(args.configs)!r} is not a readable JSON list of configs: {error}")
+    if configs is not None and not (isinstance(configs, list) and all(isinstance(c, dict) for c in configs)):
+        parser.error(f"--configs {str(args.configs)!r} holds {type(configs).__name__}, not a JSON list of configs")
     try:
         if args.gpus is None:
             complete = sweep(args.kernel, args.dtype, shapes, args.out, compile_workers=args.compile_workers,
