@@ -15,9 +15,11 @@
 # # Config prediction: picking a config for a shape no one has measured
 #
 # A gradient-boosted ranker scores the recorded candidate configs of a GEMM shape from problem, config and
-# interaction features, corrected by the errors it made on the nearest training shapes. Every number here is out of fold (GroupKFold by shape): the model that scores a shape never
-# saw it. The cross-validation and the warm-start replays come from `benchmarks/config_prediction.py`, which writes
-# `results_dir`; this notebook reads them, and fits one fold itself for the feature importances and the traces.
+# interaction features, corrected by the errors it made on the nearest training shapes. Every number here is out of
+# fold (GroupKFold by shape): the model that scores a shape never saw it. The current cross-validation comes from
+# `benchmarks/config_prediction_cv.py` (`cv_per_shape`); the last full run of `benchmarks/config_prediction.py`
+# (`results_dir`, on fewer shapes) adds the objectives compared and the warm-start replays. This notebook reads them,
+# and fits one fold itself for the feature importances and the traces.
 # Run with other parameters: `.venv/bin/python -m tunebench.report notebooks/config_prediction.py -p fold 2`.
 
 # %%
@@ -32,7 +34,7 @@ from threadpoolctl import threadpool_limits
 from tunebench.live_traces import across_shapes, summary_rows
 from tunebench.measure.replay import ReplayEvaluator
 from tunebench.plots import plot_efficiency_cdf, plot_live_traces, resolve_dataset
-from tunebench.predict import by_family, fit_predictor, grouped_folds, read_header, summarize_efficiency, training_data
+from tunebench.predict import by_alignment, by_family, fit_predictor, grouped_folds, read_header, summarize_efficiency, training_data
 from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import retimed_efficiency, shape_efficiency, thin_shapes
 from tunebench.predict.model import RankerSettings
@@ -46,7 +48,8 @@ set_style()
 # %% tags=["parameters"]
 dataset = "results/datasets/matmul_bfloat16_h100_prediction.parquet"  # the recorded dataset, relative to the repository root
 compiled_resources = "results/datasets/matmul_bfloat16_sm90_compiled.csv"  # its candidates as compiled (tunebench.predict.compiled)
-results_dir = "results/config_prediction"  # what benchmarks/config_prediction.py wrote
+results_dir = "results/config_prediction"  # what benchmarks/config_prediction.py wrote (its last full run)
+cv_per_shape = "results/config_prediction/cv_per_shape.csv"  # the current cross-validation's per-shape table (benchmarks/config_prediction_cv.py)
 fold = 0  # the outer fold (of 5) fitted here for importances and traces
 fold_fraction = 0.4  # share of the fold's training and held-out shapes used there (seeded; below 1 is quicker, noisier)
 permutation_repeats = 2  # shuffles per feature for the permutation importance
@@ -69,9 +72,10 @@ recorded = open_dataset(resolve_dataset(dataset))
 data = training_data(recorded, load_table(repo_path(compiled_resources), recorded.parameter_names))
 results = repo_path(results_dir)
 per_shape = pd.read_csv(results / "per_shape.csv")
+current = pd.read_csv(repo_path(cv_per_shape))
 header = read_header(next(results.glob("*.predictor")))
 show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "results_dir": results_dir, "fold": fold,
-                 "fold_fraction": fold_fraction, "permutation_repeats": permutation_repeats,
+                 "cv_per_shape": cv_per_shape, "fold_fraction": fold_fraction, "permutation_repeats": permutation_repeats,
                  "importance_models": importance_models, "importance_trees": importance_trees,
                  "trace_shapes": trace_shapes, "trace_strategy": trace_strategy, "seeds_k": seeds_k, "budget": budget,
                  "cdf_from": cdf_from, "retime_journal": retime_journal, "live_traces": live_traces},
@@ -83,16 +87,23 @@ show_run_header({"dataset": dataset, "compiled_resources": compiled_resources, "
 # ## Efficiency over held-out shapes
 # Efficiency = the measured best latency of the shape's candidates / the measured latency of the predicted config.
 # A curve further right is better; CK Tile's published P10 and min (fp16, gfx950, their protocol) are marked. The
-# last curve is not pure prediction: it times the model's top 10 configs for the shape and keeps the fastest.
+# last curve of each is not pure prediction: it times the model's top 10 configs for the shape and keeps the fastest.
+# Left, the current cross-validation, each stage of the pipeline; right, the last full run, on fewer shapes, which
+# also scored the log1p(TFLOPS) regression that CK Tile uses and the relative-speed regression against it.
 
 # %%
-pipelines = {"throughput": "log1p(TFLOPS) regression", "relative": "relative-speed regression",
-             "model_alone": "objective chosen on the inner splits, the model alone",
-             "without_head": "the same with the neighbour correction",
-             "selected": "the same, its top 10 re-ordered by the pairwise head", "dispatcher": "dispatcher (shortlist)",
-             "selected_top10_timed": "its top 10 timed, fastest kept (10 measurements)"}
-figure, axis = plt.subplots(figsize=(8, 4.5))
-plot_efficiency_cdf(axis, {label: per_shape[f"{column}_efficiency"] for column, label in pipelines.items()}, cdf_from);
+stages = {"model_alone": "the models alone", "without_head": "with the neighbour correction",
+          "selected": "the same, its top 10 re-ordered by the pairwise head", "dispatcher": "dispatcher (shortlist)",
+          "top10_timed": "its top 10 timed, fastest kept (10 measurements)"}
+objectives = {"throughput": "log1p(TFLOPS) regression", "relative": "relative-speed regression",
+              "selected": "objective chosen on the inner splits, corrected, head",
+              "selected_top10_timed": "its top 10 timed, fastest kept"}
+figure, axes = plt.subplots(1, 2, figsize=(15, 4.5), sharey=True)
+plot_efficiency_cdf(axes[0], {label: current[f"{column}_efficiency"] for column, label in stages.items()}, cdf_from)
+axes[0].set_title(f"current cross-validation, {len(current):,} shapes; " + axes[0].get_title())
+plot_efficiency_cdf(axes[1], {label: per_shape[f"{column}_efficiency"] for column, label in objectives.items()},
+                    cdf_from)
+axes[1].set_title(f"last full run, {len(per_shape):,} shapes: objectives; " + axes[1].get_title());
 
 # %% [markdown]
 # ## Side by side on the GPU
@@ -117,16 +128,17 @@ plot_efficiency_cdf(axis, {label: retimed[column] for column, label in judged.it
 axis.set_title(f"{len(retimed)} shapes re-timed; " + axis.get_title());
 
 # %% [markdown]
-# ## Per family
-# Families by M (`tunebench.predict.evaluation.FAMILIES`); hit rates count shapes whose measured best is the pick
-# (top-1) or among the model's five highest (top-5).
+# ## Per family and per alignment class
+# The current cross-validation's `best_config` (the dispatcher), by family of M
+# (`tunebench.predict.evaluation.FAMILIES`) and by alignment class of N and K: aligned (multiples of 16), hinted
+# (even, off multiples of 16: the kernel's alignment hints apply) and odd. The issue's targets are 99 / 97 / 90 %.
 
 # %%
-table = per_shape.rename(columns={"selected_efficiency": "efficiency", "selected_top1_hit": "top1_hit",
-                                  "selected_top5_hit": "top5_hit"})
-summary = pd.concat([by_family(table), pd.DataFrame([{"family": "all", **summarize_efficiency(table)}])])
-summary.style.format({"mean": "{:.2%}", "p10": "{:.2%}", "min": "{:.2%}", "median": "{:.2%}",
-                      "top1_hit_rate": "{:.2f}", "top5_hit_rate": "{:.2f}"}).hide(axis="index")
+table = current.rename(columns={"dispatcher_efficiency": "efficiency"})
+summary = pd.concat([by_family(table).rename(columns={"family": "shapes of"}),
+                     by_alignment(table).rename(columns={"alignment": "shapes of"}),
+                     pd.DataFrame([{"shapes of": "all", **summarize_efficiency(table)}])])
+summary.style.format({"mean": "{:.2%}", "p10": "{:.2%}", "min": "{:.2%}", "median": "{:.2%}"}).hide(axis="index")
 
 # %% [markdown]
 # ## What the model looks at
@@ -164,7 +176,7 @@ for column, name in enumerate(names):
         shuffled.append(baseline - mean_efficiency(matrix))
     drops[name] = np.mean(shuffled)
 importance = pd.Series(drops).sort_values()
-figure, axis = plt.subplots(figsize=(7, 8))
+figure, axis = plt.subplots(figsize=(7, max(6.0, 0.22 * len(importance))))  # a legible row per column
 importance.plot.barh(ax=axis, color="C0")
 axis.set(xlabel=f"drop in mean efficiency when shuffled (fold {fold}: {baseline:.1%} unshuffled)", ylabel="");
 

@@ -76,7 +76,7 @@ show_run_header({"dataset": dataset, "live": live, "strategies": strategies, "re
 
 # %%
 sweep, failures, same_failures = sweep_table(path)
-display(table_style(sweep))
+display(table_style(sweep, wrap=["best config"]))
 display(table_style(failures if not same_failures else failures[failures["shape"] == failures["shape"].iloc[0]]))
 plot_sweep_against_vendor(recorded);
 
@@ -94,7 +94,7 @@ display(table_style(rounds_tables(pd.read_csv(repo_path(rounds)))[0]))
 # the recorded benchmark times and the strategy's own CPU time, on the clock `replay_clock` names, after
 # `replay_startup_s` of start-up. With `-p replay_clock pipelined -p replay_startup_s 10.86` the replays are on the
 # clock that matches the live runs below ("Replay against live"). Medians over seeds; a seed that never reached a
-# target counts as never (inf).
+# target counts as never (∞).
 
 # %%
 with tempfile.TemporaryDirectory() as scratch:
@@ -110,10 +110,11 @@ plot_replay_against_vendor(trace, recorded);
 # (their start-up overlaps the first compiles; cuBLAS is measured after each search): LFBO on each kernel, and on the
 # TMA kernel also LFBO at Helion's quick effort (`lfbo_quick`: 30 initial configs, 2 search copies, 5 generations). At
 # 4096^3 the markers are Helion 1.0.0's points, measured by the team on the same problem and GPU model: its quick
-# effort (0.71x cuBLAS at 20 s) and its LFBO search (matching cuBLAS after about 180 s).
+# effort (0.71x cuBLAS at 20 s) and its LFBO search (matching cuBLAS after about 180 s). The runs' traces lie under
+# `live`; `results/matmul_tma/summary.md` names each run's file. A blank: the run never got there.
 
 # %%
-display(table_style(live_table(live_dir)))
+display(table_style(live_table(live_dir).drop(columns="trace")))
 plot_live_against_vendor(live_dir);
 
 # %% [markdown]
@@ -122,10 +123,11 @@ plot_live_against_vendor(live_dir);
 # and cuBLAS measurement. With the set-up overlapped (stop 50): the sitting above and quick LFBO on four more seeds,
 # and LFBO on five seeds on a two-H200 host. With the workers forked from a server started before the clock (stop
 # 52): quick LFBO on four seeds, each run in turn with the spawned workers of before, and LFBO on three. A row per
-# set-up and strategy gives the medians over its seeds; the figure counts the set-up in every run's seconds.
+# set-up and strategy gives the medians over its seeds (∞: half of them or more never got there; a blank in a run's
+# row: that run never did); the figure counts the set-up in every run's seconds.
 
 # %%
-display(table_style(repeats_table(live_dir)))
+display(table_style(repeats_table(live_dir).drop(columns="trace")))
 plot_repeats_against_vendor(live_dir);
 
 # %% [markdown]

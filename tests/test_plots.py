@@ -6,6 +6,7 @@ No notebook kernel is started here (tests/test_notebooks.py runs the notebooks).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import matplotlib
@@ -390,3 +391,16 @@ def test_live_traces_draw_each_strategys_fraction_of_the_runs_best_against_wall_
     assert list(second.lines[0].get_ydata()) == [0.25, 0.25] and list(second.lines[1].get_ydata()) == [1.0]
     assert first.lines[2].get_ydata()[0] == 0.99, "the mark"
     plt.close(figure)
+
+
+def test_tables_show_floats_to_four_digits_never_as_infinity_and_wrap_only_the_columns_asked() -> None:
+    table = pd.DataFrame({"ratio": [0.978, 1.0, np.inf], "seconds": [184.0, np.nan, 0.02761],
+                          "config": ["BLOCK_M=64, BLOCK_N=128", "x", "y"], "runs": [3, 4, 5], "share": [0.5, 0.25, 1.0]})
+    html = plots.table_style(table, {"share": "{:.0%}"}, wrap=["config"]).to_html()
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
+    assert cells == ["0.978", "184", "BLOCK_M=64, BLOCK_N=128", "3", "50%",
+                     "1", "", "x", "4", "25%",
+                     "∞", "0.02761", "y", "5", "100%"]
+    assert html.count("white-space: normal !important") == 1, "one rule for the config column's cells"
+    assert "white-space: nowrap" in html
+    assert "!important" not in plots.table_style(table).to_html()

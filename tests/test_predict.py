@@ -279,6 +279,10 @@ def test_alignment_classes_and_their_summary():
     summary = by_alignment(table).set_index("alignment")
     assert summary.loc["aligned", "shapes"] == 2 and summary.loc["aligned", "mean"] == pytest.approx(1.0)
     assert summary.loc["hinted", "mean"] == pytest.approx(0.25) and summary.loc["odd", "mean"] == pytest.approx(0.5)
+    assert summary.loc["aligned", "top1_hit_rate"] == 1.0 and summary.loc["hinted", "top1_hit_rate"] == 0.0
+    # a table without hit columns (the cross-validation's per-shape CSV) is summarized without hit rates
+    bare = by_alignment(table.drop(columns=["top1_hit", "top5_hit"])).set_index("alignment")
+    assert "top1_hit_rate" not in bare and bare.loc["hinted", "mean"] == pytest.approx(0.25)
 
 
 def test_retimed_picks_are_judged_on_the_rounds_after_the_top_k_choice():

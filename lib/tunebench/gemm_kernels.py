@@ -275,10 +275,14 @@ def plot_replay_against_vendor(trace: pd.DataFrame, dataset: Dataset, points: in
     of its best so far against cuBLAS, on simulated seconds; dotted at cuBLAS."""
     colors = strategy_colors(list(dict.fromkeys(trace.strategy)))
     tasks = list(dict.fromkeys(trace.task))
-    figure, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 4.2), sharey=True, squeeze=False,
+    columns = min(3, len(tasks))
+    rows = -(-len(tasks) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.8 * rows), sharey=True, squeeze=False,
                                 layout="constrained")
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
     grid = np.geomspace(max(float(trace.time_s.min()), 0.1), float(trace.time_s.max()), points)
-    for ax, task in zip(axes[0], tasks):
+    for ax, task in zip(axes.flat, tasks):
         shape = tuple(int(size) for size in task.split(":")[-1].split("x"))
         vendor_ms = dataset.vendor_ms(shape)
         for strategy, runs in trace[trace.task == task].groupby("strategy", sort=False):
@@ -286,7 +290,8 @@ def plot_replay_against_vendor(trace: pd.DataFrame, dataset: Dataset, points: in
                       for _, run in runs.groupby("seed")]
             ax.plot(grid, np.median(curves, axis=0), color=colors[strategy], linewidth=1.6, label=strategy)
         _vendor_axes(ax, task.split(":")[-1], "simulated seconds", (grid[0], grid[-1]))
-    axes[0][0].set_ylabel(VENDOR_LABEL)
+    for row in axes:
+        row[0].set_ylabel(VENDOR_LABEL)
     seeds = trace.groupby(["strategy", "task"]).seed.nunique().min()
     figure.suptitle(f"Replayed on the recorded sweep: median over {seeds} seeds")
     figure.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=len(colors),

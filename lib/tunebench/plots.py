@@ -745,11 +745,32 @@ def _with_interval(median: float, low: float, high: float, digits: int) -> str:
     return f"{_number(median, digits)} [{_number(low, digits)}, {_number(high, digits)}]"
 
 
-def table_style(table: pd.DataFrame, formats: Mapping[str, str] | None = None):
-    """The notebooks' one look for tables: no index, cells on one line, numbers formatted by column."""
-    return (table.style.format(formats or {}).hide(axis="index")
-            .set_table_styles([{"selector": "td", "props": "white-space: nowrap"},
-                               {"selector": "th", "props": "max-width: 9em"}]))
+def table_cell(value: object) -> str:
+    """A table cell as a reader wants it: a float to 4 significant digits (0.978, 11.7, 184; 0.0276), an infinity
+    (a target never reached) as ∞, a missing value empty; anything else as str."""
+    if isinstance(value, (float, np.floating)):
+        if np.isnan(value):
+            return ""
+        return "∞" if np.isinf(value) else f"{value:.4g}"
+    return str(value)
+
+
+def table_style(table: pd.DataFrame, formats: Mapping[str, str] | None = None, wrap: Sequence[str] = ()):
+    """The notebooks' one look for tables: no index, cells on one line but for the `wrap` columns (long text, such as
+    a config), numbers to 4 significant digits (`table_cell`) unless `formats` gives a column its own."""
+    formats = dict(formats or {})
+    style = table.style.format(table_cell, subset=[column for column in table if column not in formats])
+    for column, text in formats.items():
+        if column in table:
+            style = style.format(text, subset=[column])
+    style = style.hide(axis="index")
+    style = style.set_table_styles([{"selector": "td", "props": "white-space: nowrap"},
+                                    {"selector": "th", "props": "max-width: 9em"}])
+    wrapped = [column for column in wrap if column in table]
+    # !important: the table-wide nowrap rule above is the more specific selector
+    return (style.set_properties(subset=wrapped, **{"white-space": "normal !important", "min-width": "24em",
+                                                    "text-align": "left"})
+            if wrapped else style)
 
 
 def methodology_table(summary: pd.DataFrame, *, kind: str = "evals", tasks: Sequence[str] | None = None,

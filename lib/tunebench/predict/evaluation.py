@@ -108,14 +108,15 @@ def per_shape_table(shapes: np.ndarray, scores: np.ndarray, latency_ms: np.ndarr
 
 
 def summarize_efficiency(table: pd.DataFrame) -> dict[str, float]:
-    """Mean, P10 (numpy's linear-interpolation 10th percentile over shapes), min and median efficiency, and the
-    top-1 / top-5 hit rates of a per-shape table."""
+    """Mean, P10 (numpy's linear-interpolation 10th percentile over shapes), min and median efficiency of a per-shape
+    table, and the top-1 / top-5 hit rates where it has their columns (`top1_hit`, `top5_hit`)."""
     efficiency = table["efficiency"].to_numpy()
     summary = {"shapes": int(len(table)), "mean": float(efficiency.mean()),
                "p10": float(np.percentile(efficiency, 10)), "min": float(efficiency.min()),
                "median": float(np.median(efficiency))}
     for k in TOP_K:
-        summary[f"top{k}_hit_rate"] = float(table[f"top{k}_hit"].mean())
+        if f"top{k}_hit" in table:
+            summary[f"top{k}_hit_rate"] = float(table[f"top{k}_hit"].mean())
     return summary
 
 
