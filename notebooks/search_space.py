@@ -21,7 +21,7 @@
 
 # %%
 from tunebench.dataset_summary import (STATUSES, best_per_shape, failure_count, first_shapes, speedup_summary,
-                                       status_shares)
+                                       status_shares, timing_spread)
 from tunebench.plots import (plot_best_vs_vendor, plot_failures_by_parameter, plot_latency_distributions,
                              plot_parameter_effects, plot_roofline, resolve_dataset)
 from tunebench.report import set_style, show_run_header
@@ -51,6 +51,15 @@ status_shares(data).style.format("{:.0%}", subset=list(STATUSES)).hide(axis="ind
 
 # %%
 plot_latency_distributions(data);
+
+# %% [markdown]
+# ## How repeatable the timings are
+# Each row's latency is the median of its repeats. A row whose repeats spread over more than half their median was
+# disturbed while it was timed: 8.5 % of the first GEMM recordings, 0.03 % since the timed runs wait behind a GPU spin
+# on a core of their own (`docs/measuring.md`).
+
+# %%
+print(timing_spread(data))
 
 # %% [markdown]
 # ## What each parameter does

@@ -51,6 +51,7 @@ def test_search_space_on_the_gemm_dataset(tmp_path: Path) -> None:
     assert len(FIGURE.findall(text)) == 4
     assert len(DATA_TABLE.findall(text)) == 2, "status table and best config per shape"
     assert "No failures recorded" in text and "vendor library on 1 of 2 shapes" in text
+    assert "Timing spread ((max - min) / median of a row" in text and "above 50 %: " in text
 
 
 def test_search_space_on_a_kernel_tuner_cache_shows_where_failures_lie(tmp_path: Path) -> None:
