@@ -765,7 +765,7 @@ def table_style(table: pd.DataFrame, formats: Mapping[str, str] | None = None, w
             style = style.format(text, subset=[column])
     style = style.hide(axis="index")
     style = style.set_table_styles([{"selector": "td", "props": "white-space: nowrap"},
-                                    {"selector": "th", "props": "max-width: 9em"}])
+                                    {"selector": "th", "props": "max-width: 9em; overflow-wrap: anywhere"}])
     wrapped = [column for column in wrap if column in table]
     # !important: the table-wide nowrap rule above is the more specific selector
     return (style.set_properties(subset=wrapped, **{"white-space": "normal !important", "min-width": "24em",
