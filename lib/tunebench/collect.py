@@ -369,7 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.gpus is not None and args.resume_from is not None:
         parser.error("--resume-from seeds one journal; with --gpus each GPU resumes its own journal "
                      "(<out stem>.gpu<N>.journal) in place")
-    for option, value, least in (("--stop-after-s", args.stop_after_s, 0), ("--compile-workers", args.compile_workers, 1),
+    for option, value, least in (("--stop-after-s", args.stop_after_s, 0),
+                                 ("--compile-workers", args.compile_workers, 1),
                                  ("--limit-configs", args.limit_configs, 1)):
         if value is not None and not value >= least:
             parser.error(f"{option} must be at least {least}, got {value}")
