@@ -9,7 +9,9 @@ measured first (a device-to-device copy of --copy-mib MiB, bytes read plus writt
 method (tunebench.measure.timing.Timer).
 
 Run on a GPU: `PYTHONPATH=lib python3 benchmarks/bandwidth.py results/datasets/layernorm_bfloat16_h100.parquet`
-(writes results/bandwidth/<dataset stem>.md and .json, and prints the table last).
+(writes results/bandwidth/<dataset stem>.md and .json, and prints the table last). Each measured shape is kept at once
+in <dataset stem>.partial.json; a run killed or stopped by --stop-after-s (exit status 3) resumes there when the same
+command runs again, and the finished files are written when every shape is measured.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import functools
 import json
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -36,9 +39,13 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out-dir", type=Path, default=Path("results/bandwidth"))
     parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds per method (default 3)")
     parser.add_argument("--copy-mib", type=int, default=1024, help="size of the copied buffer (default 1024 MiB)")
+    parser.add_argument("--stop-after-s", type=float, default=None,
+                        help="start no shape after this many seconds; the same command resumes (exit status 3)")
     arguments = parser.parse_args(argv)
     if arguments.rounds < 1 or arguments.copy_mib < 1:
         parser.error(f"--rounds and --copy-mib must be >= 1, got {arguments.rounds} and {arguments.copy_mib}")
+    if arguments.stop_after_s is not None and not arguments.stop_after_s >= 0:
+        parser.error(f"--stop-after-s must be at least 0, got {arguments.stop_after_s}")
     return arguments
 
 
@@ -154,6 +161,17 @@ def markdown(report: dict[str, Any]) -> str:
         "same without the alignment hint (where the launch passes one), the kernel's DEFAULT_CONFIG, torch eager, "
         "torch.compile, re-measured side by side in interleaved rounds.",
         markdown_table(pd.DataFrame(rows)),
+    ]
+    sittings = report.get("sittings", [])
+    if len(sittings) > 1:
+        parts.append(f"Measured in {len(sittings)} sittings (the run was resumed); each shape's share of the copy is "
+                     "its own sitting's: " + "; ".join(
+                         f"{index}: {sitting['date']} on {sitting['device']}, copy "
+                         f"{sitting['copy']['bandwidth_gbs']:.0f} GB/s, shapes "
+                         + ", ".join("x".join(map(str, entry["shape"])) for entry in report["shapes"]
+                                     if entry.get("sitting") == index)
+                         for index, sitting in enumerate(sittings)))
+    parts += [
         "## Recorded best config per shape",
         markdown_table(configs),
     ]
@@ -162,8 +180,63 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+# (kernel module, dtype, shape, best config) -> each method's outcome: `measure_shape` with its rounds and timer bound
+Measure = Callable[[Any, str, tuple[int, ...], dict[str, Any]], dict[str, dict[str, Any]]]
+
+
+def measure_dataset(path: Path, dataset: Any, arguments: argparse.Namespace, sitting: dict[str, Any],
+                    measure: Measure, deadline: float) -> bool:
+    """Every shape of one dataset that its partial file (<out stem>.partial.json) does not hold yet, each kept there
+    as soon as it is measured; the finished .json and .md once all are, the partial file then removed. False if
+    `deadline` (time.monotonic()) passed before a shape began. `sitting`: this process's command, date, device,
+    software, timing and copy bandwidth; each shape's share of the copy is its own sitting's."""
+    from tunebench.kernels import get_kernel
+
+    kernel = get_kernel(dataset.kernel)
+    out = arguments.out_dir / path.stem
+    partial = out.with_suffix(".partial.json")
+    report = json.loads(partial.read_text()) if partial.exists() else None
+    if report is not None and (report["dataset"], report["rounds"]) != (str(path), arguments.rounds):
+        print(f"{partial} is of another run ({report['dataset']}, {report['rounds']} rounds): starting afresh",
+              flush=True)
+        report = None
+    if report is None:
+        report = {**sitting, "dataset": str(path), "kernel": dataset.kernel, "dtype": dataset.dtype,
+                  "rounds": arguments.rounds, "shape_names": list(dataset.shape_names), "sittings": [], "shapes": []}
+    done = {tuple(entry["shape"]) for entry in report["shapes"]}
+    if done:
+        print(f"{path.stem}: resuming with {len(done)} of {len(dataset.shapes())} shapes measured", flush=True)
+    report["sittings"].append(sitting)
+    for shape in (shape for shape in dataset.shapes() if tuple(shape) not in done):
+        if time.monotonic() > deadline:
+            return False
+        best, recorded_ms = best_config(dataset, shape)
+        outcomes = measure(kernel, dataset.dtype, shape, best)
+        moved = kernel.bytes_moved(shape, dataset.dtype)
+        for outcome in outcomes.values():
+            if "latency_ms" in outcome:
+                outcome["bandwidth_gbs"] = moved / outcome["latency_ms"] / 1e6
+                outcome["share_of_copy"] = outcome["bandwidth_gbs"] / sitting["copy"]["bandwidth_gbs"]
+        report["shapes"].append({"shape": list(shape), "bytes_moved": moved, "best_config": best,
+                                 "recorded_best_ms": recorded_ms, "sitting": len(report["sittings"]) - 1,
+                                 "methods": outcomes})
+        write_text_atomically(partial, json.dumps(report, indent=1) + "\n")
+        print(dataset.kernel, shape, {m: round(o.get("latency_ms", float("nan")), 5) for m, o in outcomes.items()},
+              flush=True)
+    order = {tuple(shape): index for index, shape in enumerate(dataset.shapes())}
+    report["shapes"].sort(key=lambda entry: order[tuple(entry["shape"])])
+    text = markdown(report)
+    write_text_atomically(out.with_suffix(".json"), json.dumps(report, indent=1) + "\n")
+    write_text_atomically(out.with_suffix(".md"), text)
+    partial.unlink(missing_ok=True)
+    print(f"wrote {out.with_suffix('.md')} and .json", flush=True)
+    print(text, flush=True)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
+    started = time.monotonic()
     import torch
 
     from tunebench.measure.dataset import load_dataset
@@ -180,40 +253,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import triton
 
-    from tunebench.kernels import get_kernel
     from tunebench.measure.timing import Timer, TimingPolicy
 
     policy = TimingPolicy()
     timer = Timer(policy)
-    command = " ".join(["python3", "benchmarks/bandwidth.py", *(argv if argv is not None else sys.argv[1:])])
     copy = copy_bandwidth(arguments.copy_mib, timer)
     print(f"copy bandwidth: {copy['bandwidth_gbs']:.0f} GB/s", flush=True)
+    command = " ".join(["python3", "benchmarks/bandwidth.py", *(argv if argv is not None else sys.argv[1:])])
+    sitting = {"command": command,
+               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
+               "copy": copy, "timing": policy.describe()}
+    measure = functools.partial(measure_shape, rounds=arguments.rounds, timer=timer)
+    deadline = started + (arguments.stop_after_s if arguments.stop_after_s is not None else float("inf"))
     for path, dataset in datasets.items():
-        kernel = get_kernel(dataset.kernel)
-        report: dict[str, Any] = {
-            "command": command, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
-            "dataset": str(path), "kernel": dataset.kernel, "dtype": dataset.dtype,
-            "shape_names": list(dataset.shape_names), "copy": copy, "timing": policy.describe(), "shapes": [],
-        }
-        for shape in dataset.shapes():
-            best, recorded_ms = best_config(dataset, shape)
-            outcomes = measure_shape(kernel, dataset.dtype, shape, best, arguments.rounds, timer)
-            moved = kernel.bytes_moved(shape, dataset.dtype)
-            for outcome in outcomes.values():
-                if "latency_ms" in outcome:
-                    outcome["bandwidth_gbs"] = moved / outcome["latency_ms"] / 1e6
-                    outcome["share_of_copy"] = outcome["bandwidth_gbs"] / copy["bandwidth_gbs"]
-            report["shapes"].append({"shape": list(shape), "bytes_moved": moved, "best_config": best,
-                                     "recorded_best_ms": recorded_ms, "methods": outcomes})
-            print(dataset.kernel, shape, {m: round(o.get("latency_ms", float("nan")), 5) for m, o in outcomes.items()},
-                  flush=True)
-        out = arguments.out_dir / path.stem
-        text = markdown(report)
-        write_text_atomically(out.with_suffix(".json"), json.dumps(report, indent=1) + "\n")
-        write_text_atomically(out.with_suffix(".md"), text)
-        print(f"wrote {out.with_suffix('.md')} and .json", flush=True)
-        print(text, flush=True)
+        if not measure_dataset(path, dataset, arguments, sitting, measure, deadline):
+            print(f"stopped after --stop-after-s {arguments.stop_after_s:g}: the same command resumes", file=sys.stderr)
+            return 3
     return 0
 
 

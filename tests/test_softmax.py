@@ -2,6 +2,8 @@
 or on a GPU; and a row-wise sweep (shape names rows, cols; bool and str parameters) through the collector, the
 dataset file and replay."""
 
+import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -240,3 +242,47 @@ def test_bandwidth_benchmark_parses_and_needs_a_gpu(swept_dataset):
     assert subprocess.run([*script, "--help"], capture_output=True, env=environment).returncode == 0
     run = subprocess.run([*script, str(swept_dataset)], capture_output=True, text=True, env=environment)
     assert run.returncode == 2 and "needs a CUDA GPU" in run.stderr
+
+
+def test_bandwidth_benchmark_resumes_a_killed_run_and_stops_when_told(swept_dataset, tmp_path):
+    """The benchmark's loop with a stand-in measurement: a kill during the second shape keeps the first in the partial
+    file; --stop-after-s 0 then starts no shape; the next run measures only the second shape and writes the report
+    in the dataset's shape order, each shape's share against its own sitting's copy bandwidth."""
+    spec = importlib.util.spec_from_file_location("bandwidth", REPOSITORY / "benchmarks" / "bandwidth.py")
+    bandwidth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bandwidth)
+    dataset = load_dataset(swept_dataset)
+    asked = []
+
+    def measure(kernel, dtype, shape, best, fail_at=None):
+        asked.append(tuple(shape))
+        if tuple(shape) == fail_at:
+            raise KeyboardInterrupt  # the process killed mid-shape
+        return {"best": {"latency_ms": 0.5, "relative_error": 1e-3, "repeats_ms": [0.5], "error": ""}}
+
+    def sitting(copy_gbs):
+        return {"command": "python3 benchmarks/bandwidth.py x", "date": f"day {copy_gbs}", "device": "stand-in",
+                "torch": "t", "triton": "t", "timing": {},
+                "copy": {"bytes": 2 * 2**30, "latency_ms": 1.0, "bandwidth_gbs": copy_gbs}}
+
+    arguments = bandwidth.parse_arguments([str(swept_dataset), "--out-dir", str(tmp_path)])
+    first, second = (tuple(shape) for shape in dataset.shapes())
+    with pytest.raises(KeyboardInterrupt):
+        bandwidth.measure_dataset(swept_dataset, dataset, arguments, sitting(1000.0),
+                                  lambda *a: measure(*a, fail_at=second), float("inf"))
+    partial = tmp_path / f"{swept_dataset.stem}.partial.json"
+    assert [tuple(entry["shape"]) for entry in json.loads(partial.read_text())["shapes"]] == [first]
+    assert not bandwidth.measure_dataset(swept_dataset, dataset, arguments, sitting(2000.0), measure, 0.0)
+    assert asked == [first, second], "a run past its deadline starts no shape"
+    assert bandwidth.measure_dataset(swept_dataset, dataset, arguments, sitting(4000.0), measure, float("inf"))
+    assert asked == [first, second, second]
+    report = json.loads((tmp_path / f"{swept_dataset.stem}.json").read_text())
+    assert [tuple(entry["shape"]) for entry in report["shapes"]] == [first, second]
+    moved = [softmax.bytes_moved(shape, "bfloat16") for shape in (first, second)]
+    shares = [entry["methods"]["best"]["share_of_copy"] for entry in report["shapes"]]
+    assert shares == pytest.approx([moved[0] / 0.5 / 1e6 / 1000.0, moved[1] / 0.5 / 1e6 / 4000.0])
+    # the stopped run measured nothing, so its sitting was never kept
+    assert [entry["sitting"] for entry in report["shapes"]] == [0, 1]
+    assert [entry["date"] for entry in report["sittings"]] == ["day 1000.0", "day 4000.0"]
+    assert not partial.exists()
+    assert "Measured in 2 sittings" in (tmp_path / f"{swept_dataset.stem}.md").read_text()
