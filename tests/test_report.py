@@ -141,6 +141,7 @@ def test_index_links_each_report_with_status_and_parameters(ok_run: tuple[int, P
     index = (out_dir / "index.html").read_text()
     assert "href='search_space.html'" in index
     assert ">ok<" in index and "max_shapes = 2" in index and html.escape(repr(str(dataset_file))) in index
+    assert "Search space: what an exhaustive sweep recorded" in index, "each report's title, from its first heading"
     assert not [path.name for path in out_dir.iterdir() if path.name.startswith(".")], "no temporary files left"
 
 

@@ -227,11 +227,24 @@ class ReportRun:
         return not self.error
 
 
+def _notebook_title(source: Path) -> str:
+    """The first level-1 heading of a jupytext `py:percent` notebook (its first markdown cell's `# # Title`); empty
+    if it has none or cannot be read."""
+    try:
+        lines = Path(source).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    return next((line[len("# # "):].strip() for line in lines if line.startswith("# # ")), "")
+
+
 def _index_html(runs: Sequence[ReportRun], out_dir: Path) -> str:
     rows = []
     for run in runs:
         name = html.escape(run.notebook.stem)
         link = f"<a href='{html.escape(run.html.relative_to(out_dir).as_posix())}'>{name}</a>" if run.html else name
+        title = _notebook_title(run.notebook)
+        if title:
+            link += f"<br><span style='color:#57606a'>{html.escape(title)}</span>"
         status = "ok" if run.ok else f"failed: {html.escape(run.error)}"
         colour = "#1a7f37" if run.ok else "#cf222e"
         parameters = "<br>".join(f"{html.escape(key)} = {html.escape(repr(value))}"
