@@ -20,7 +20,7 @@ from tunebench.files import write_text_atomically
 from tunebench.measure.replay import CLOCKS
 from tunebench.metrics import median_ci_ranks, median_with_ci, summarize
 from tunebench.reclock import reclock
-from tunebench.search import STRATEGIES
+from tunebench.search import NAMES, STRATEGIES
 from tunebench.study import Budget, run_study, task_references, tasks_by_kernel, tasks_of
 from tunebench.tables import markdown_table
 
@@ -114,7 +114,17 @@ def main() -> int:
     parser.add_argument("--trace", type=Path, default=None,
                         help="summarize this finished study's trace instead of running one (e.g. one run elsewhere)")
     args = parser.parse_args()
+    unknown = [name for name in args.strategies if name not in NAMES]
+    if unknown:
+        parser.error(f"unknown strategies {unknown}; known: {', '.join(NAMES)}")
+    for option, value in (("--seeds", args.seeds), ("--budget", args.budget), ("--workers", args.workers)):
+        if value < 1:
+            parser.error(f"{option} must be at least 1, got {value}")
     datasets = [*RECORDED_DATASETS, *(args.kernel_tuner_dir / name for name in KERNEL_TUNER_CACHES)]
+    missing = [str(path) for path in [*datasets, *([args.trace] if args.trace else [])] if not path.is_file()]
+    if missing:
+        parser.error(f"no such file: {', '.join(missing)} (--kernel-tuner-dir names the folder of the two Kernel "
+                     "Tuner caches; --trace a finished study's trace table)")
     tasks = [task for path in datasets for task in tasks_of(path)]
     args.out.mkdir(parents=True, exist_ok=True)
     if args.trace is None:

@@ -14,6 +14,7 @@ from tunebench.study import Budget, cached_dataset, run_study, tasks_of
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import strategy_comparison  # noqa: E402
 from strategy_comparison import seconds_by_clock  # noqa: E402
 GEMM = REPO / "results" / "datasets" / "matmul_bfloat16_h100.parquet"
 
@@ -76,3 +77,19 @@ def test_the_comparison_tabulates_seconds_on_both_clocks():
     assert table.loc["lfbo", "s to 0.99, pipelined clock [range]"] == "14.0 [8.0, 30.0]"
     assert table.loc["lfbo", "pipelined / sequential"] == "0.70"
     assert table.loc["tpe", "pipelined / sequential"] == "n/a"  # the median task never got there
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--strategies", "lfbo", "tpe"], "unknown strategies ['tpe']; known: random, "),
+    (["--seeds", "0"], "--seeds must be at least 1, got 0"),
+    (["--budget", "-5"], "--budget must be at least 1, got -5"),
+    (["--workers", "0"], "--workers must be at least 1, got 0"),
+    (["--kernel-tuner-dir", "nowhere"], "no such file: nowhere/convolution_A100.json.gz"),
+    (["--trace", "no_trace.parquet"], "no such file: no_trace.parquet"),
+])
+def test_the_comparison_script_refuses_bad_input_before_replaying(arguments, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["strategy_comparison.py", "--out", str(tmp_path / "out"), *arguments])
+    with pytest.raises(SystemExit) as exit_info:
+        strategy_comparison.main()
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists(), "nothing written"
