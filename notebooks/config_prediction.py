@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 
 from tunebench.live_traces import across_shapes, summary_rows
 from tunebench.measure.replay import ReplayEvaluator
-from tunebench.plots import plot_efficiency_cdf, plot_live_traces, resolve_dataset
+from tunebench.plots import plot_efficiency_cdf, plot_live_traces, resolve_dataset, table_style
 from tunebench.predict import by_alignment, by_family, fit_predictor, grouped_folds, read_header, summarize_efficiency, training_data
 from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import retimed_efficiency, shape_efficiency, thin_shapes
@@ -217,7 +217,7 @@ for group, pattern in live_traces.items():
         print(f"{group}: no live traces with a warm start match {pattern}")
         continue
     display(Markdown(f"**{group}**: {len(live)} shapes (`{pattern}`)"))
-    display(across_shapes([summary_rows(trace) for trace in live.values()]))
+    display(table_style(across_shapes([summary_rows(trace) for trace in live.values()])))
     plot_live_traces(live)
     plt.show()
 

@@ -112,7 +112,7 @@ def test_config_prediction_draws_efficiency_families_importances_and_traces(tmp_
                                                      "budget": 20, "importance_trees": 100})
     # efficiency CDFs (replay, re-timed side by side), permutation importances, warm vs cold traces, live traces
     assert len(FIGURE.findall(text)) == 7  # the live traces: one figure per group of the three
-    assert len(DATA_TABLE.findall(text)) == 1, "the per-family and per-alignment table"
+    assert len(DATA_TABLE.findall(text)) == 4, "the per-family and per-alignment table, a table per live group"
     assert "M &lt; 8" in text or "M < 8" in text
     assert ">hinted<" in text and ">odd<" in text, "the alignment classes"
     assert "median evals to 0.99 of run&#x27;s best" in text or "median evals to 0.99 of run's best" in text
