@@ -12,7 +12,7 @@ import torch
 
 from tunebench.collect import sweep
 from tunebench.kernels import KERNEL_INTERFACE, get_kernel, kernel_source_files, kernel_source_sha256
-from tunebench.kernels import compressed_matmul
+from tunebench.kernels import alignment, compressed_matmul, rowwise
 from tunebench.kernels.compressed_matmul import decoders, family, reconstruct
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.measure.dataset import load_dataset
@@ -31,12 +31,18 @@ def test_family_is_registered_and_complete():
 
 
 def test_the_provenance_hash_covers_the_kernels_the_family_runs():
-    """Datasets recorded before stop 70 hashed only the package's __init__.py, so kernel changes left it alone."""
+    """Datasets recorded before stop 70 hashed only the package's __init__.py, so kernel changes left it alone;
+    since stop 75 a family's hash also covers the shared modules that decide its launch (`SOURCE_MODULES`)."""
     files = kernel_source_files(compressed_matmul)
     assert Path(reconstruct.__file__) in files and Path(decoders.__file__) in files and Path(family.__file__) in files
     matmul = get_kernel("matmul")
-    assert kernel_source_files(matmul) == [Path(matmul.__file__)]
-    assert kernel_source_sha256(matmul) == hashlib.sha256(inspect.getsource(matmul).encode()).hexdigest()[:16]
+    assert kernel_source_files(matmul) == [Path(matmul.__file__), Path(alignment.__file__)]
+    source = inspect.getsource(matmul) + inspect.getsource(alignment)
+    assert kernel_source_sha256(matmul) == hashlib.sha256(source.encode()).hexdigest()[:16]
+    # the row-wise families' launch arguments and alignment hint are computed in shared modules
+    for name in ("layernorm", "softmax"):
+        module = get_kernel(name)
+        assert kernel_source_files(module) == [Path(module.__file__), Path(rowwise.__file__), Path(alignment.__file__)]
 
 
 def test_space_pins_what_a_pipeline_does_not_use():

@@ -43,10 +43,13 @@ def get_kernel(name: str) -> ModuleType:
 
 def kernel_source_files(module: ModuleType) -> list[Path]:
     """The files a kernel family's binaries are built from: its module's, or every module of its package (a family
-    like compressed_matmul keeps its kernels beside the module that runs them)."""
+    like compressed_matmul keeps its kernels beside the module that runs them), then those of the modules it names in
+    `SOURCE_MODULES` (shared code that decides its launch, such as the alignment hint)."""
     if hasattr(module, "__path__"):
-        return sorted(path for folder in module.__path__ for path in Path(folder).glob("*.py"))
-    return [Path(module.__file__)]
+        own = sorted(path for folder in module.__path__ for path in Path(folder).glob("*.py"))
+    else:
+        own = [Path(module.__file__)]
+    return [*own, *(Path(importlib.import_module(name).__file__) for name in getattr(module, "SOURCE_MODULES", ()))]
 
 
 def kernel_source_sha256(module: ModuleType) -> str:

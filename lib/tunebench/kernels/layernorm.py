@@ -37,6 +37,7 @@ SHAPE_SETS = {"default": DATASET_SHAPES}
 # every config tried; the tolerances leave a margin of 3x and 5x. float32 is for logic checks under the interpreter.
 TOLERANCE = {"bfloat16": 5e-3, "float16": 1e-3, "float32": 1e-5}
 LAUNCH_PARAMETERS = rowwise.LAUNCH_PARAMETERS
+SOURCE_MODULES = rowwise.SOURCE_MODULES  # its launch arguments and hint come from these
 # The weight and bias are loaded beside the rows, one per-column vector each (see rowwise.resource_usage).
 COLUMN_VECTORS = 2
 

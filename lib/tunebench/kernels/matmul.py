@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from tunebench.kernels import numerics
+from tunebench.kernels.alignment import alignment
 from tunebench.space import Constraint, IntRange, Ordinal, PowerOfTwo, Space
 
 NAME = "matmul"
@@ -23,6 +24,7 @@ SHAPE_NAMES = ("M", "N", "K")
 DTYPES = ("bfloat16", "float16")
 VENDOR_LIBRARY = "torch.matmul (cuBLAS)"
 LAUNCH_PARAMETERS: tuple[str, ...] = ()  # every parameter is a constexpr or a compile option (SPLIT_K both)
+SOURCE_MODULES = ("tunebench.kernels.alignment",)  # other modules its binaries are built from (see kernel_source_files)
 # Bound launches `run` keeps per inputs (`bound_launch`): a search's recent configs, not every config a sweep runs.
 LAUNCHES_KEPT = 64
 # The recorded dataset's shapes. N and K come from real models: 4096 and 14336 (Llama-3-8B hidden and MLP),
@@ -632,15 +634,6 @@ def launch_group_m(config: Mapping[str, Any], shape: Sequence[Any]) -> Any:
     rows = -(-shape[0] // config["BLOCK_M"])
     columns = -(-shape[1] // config["BLOCK_N"])
     return np.where((rows == 1) | (columns == 1), 1, np.minimum(config["GROUP_M"], rows))
-
-
-def alignment(*values: int) -> int:
-    """The divisibility hint for a dimension and the strides that step along it: the largest of 8, 4 and 2 that
-    divides every value, or 1 where none does or where all are multiples of 16 (Triton's own specialization sees those,
-    and a hint of 1 compiles exactly the kernel it did before hints existed)."""
-    if all(value % 16 == 0 for value in values):
-        return 1
-    return next((width for width in (8, 4, 2) if all(value % width == 0 for value in values)), 1)
 
 
 def hinted(shape: tuple[int, ...]) -> bool:

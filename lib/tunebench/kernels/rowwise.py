@@ -5,7 +5,7 @@ Both kernels read a (rows x cols) tensor in tiles of ROWS_PER_PROGRAM rows by BL
 ROW_IN_REGISTERS a row that fits one tile is read once and kept in registers; every other row is streamed through
 a loop over its tiles twice (statistics, then output). PERSISTENT and PROGRAMS_PER_SM only size the grid, so
 configs that differ in them alone share one compiled binary. The launch passes ALIGN, the divisibility of the column
-count and the row strides that Triton's own specialization (by 16) does not see (`matmul.alignment`).
+count and the row strides that Triton's own specialization (by 16) does not see (`kernels.alignment`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import torch
 import triton
 
-from tunebench.kernels.matmul import alignment
+from tunebench.kernels.alignment import alignment
 from tunebench.space import Choice, Constraint, Flag, IntRange, Ordinal, PowerOfTwo, Space
 
 SHAPE_NAMES = ("rows", "cols")
@@ -29,6 +29,8 @@ EVICTION_POLICIES = ("", "evict_first", "evict_last")  # tl.load's eviction_poli
 # the tiny shapes of the tests, so that path is exercised there.
 INTERPRETER_SM_COUNT = 4
 LAUNCH_PARAMETERS = ("PERSISTENT", "PROGRAMS_PER_SM")  # they size the grid only (see `grid`)
+# The modules besides a row-wise family's own whose source its binaries depend on (`kernels.kernel_source_files`).
+SOURCE_MODULES = ("tunebench.kernels.rowwise", "tunebench.kernels.alignment")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,7 +250,7 @@ def compile_arguments(config: Mapping[str, Any], cols: int, *row_strides: int) -
     num_stages goes to the kernel's loops as NUM_STAGES (tl.range(num_stages=...)) as well as to the launch:
     Triton software-pipelines loads that feed no tl.dot only in loops that ask for it themselves. ALIGN is the
     largest of 8, 4 and 2 that divides cols and every row stride, 1 where none does or where all are multiples of 16
-    (`matmul.alignment`): the kernel rewrites those values as multiples of ALIGN, so that the compiler can prove
+    (`kernels.alignment`): the kernel rewrites those values as multiples of ALIGN, so that the compiler can prove
     rows of 5000 bf16 elements 16-byte aligned and load them as vectors."""
     return {
         "BLOCK_SIZE": config["BLOCK_SIZE"], "ROWS_PER_PROGRAM": config["ROWS_PER_PROGRAM"],

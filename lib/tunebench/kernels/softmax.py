@@ -35,6 +35,7 @@ SHAPE_SETS = {"default": DATASET_SHAPES}
 # a margin of 3x and about 5x. float32 is for logic checks under the interpreter.
 TOLERANCE = {"bfloat16": 5e-3, "float16": 2e-3, "float32": 1e-5}
 LAUNCH_PARAMETERS = rowwise.LAUNCH_PARAMETERS
+SOURCE_MODULES = rowwise.SOURCE_MODULES  # its launch arguments and hint come from these
 COLUMN_VECTORS = 0  # nothing is loaded beside the rows (see rowwise.resource_usage)
 
 
