@@ -89,14 +89,14 @@ def measure_shape(kernel: Any, dtype: str, shape: tuple[int, ...], best: dict[st
     """Each method's check and interleaved timing on one shape."""
     import torch
 
-    from tunebench.kernels import rowwise
+    from tunebench.kernels.alignment import alignment
 
     inputs = kernel.make_inputs(shape, dtype, "cuda", seed=0)
     expected = kernel.reference(inputs)
     torch._dynamo.reset()  # one static-shape compile per shape, clear of the recompile limit
     compiled = torch.compile(compilable_function(kernel.NAME), dynamic=False)
     functions = {"best": functools.partial(kernel.run, best, inputs)}
-    if rowwise.compile_arguments(best, shape[1], inputs.x.stride(0), inputs.out.stride(0))["ALIGN"] > 1:
+    if alignment(shape[1], inputs.x.stride(0), inputs.out.stride(0)) > 1:  # the hint `run` passes
         functions["best without the hint"] = functools.partial(kernel.run, best, inputs, hint=False)
     functions |= {
         "default": functools.partial(kernel.run, kernel.DEFAULT_CONFIG, inputs),
