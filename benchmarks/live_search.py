@@ -31,7 +31,7 @@ from tunebench.files import write_parquet_atomically, write_text_atomically
 from tunebench.kernels import get_kernel
 from tunebench.live_traces import across_shapes, summary_rows
 from tunebench.measure.dataset import PARQUET_OPTIONS
-from tunebench.search import NAMES, make_strategy
+from tunebench.search import NAMES, make_strategy, strategy_class
 from tunebench.search.base import Strategy
 from tunebench.search.warm_start import warm_start
 from tunebench.space import Space
@@ -52,9 +52,12 @@ def parse_strategy_name(name: str) -> tuple[str, dict[str, Any] | None]:
         warm = {"restart": bool(match["restart"]), "restart_patience": int(match["patience"] or 0)}
     else:
         inner, warm = "", {}
-    if inner not in NAMES:
-        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(NAMES)}, each also as {WARM}<name>, "
-                         f"{WARM}<name>:restart or {WARM}<name>:restart<n> (n >= 1) with --predictor")
+    if inner not in NAMES and "." not in inner:
+        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(NAMES)} or a Strategy subclass's import path, "
+                         f"each also as {WARM}<name>, {WARM}<name>:restart or {WARM}<name>:restart<n> (n >= 1) with "
+                         "--predictor")
+    if "." in inner:
+        strategy_class(inner)
     return inner, warm
 
 

@@ -20,7 +20,7 @@ from tunebench.files import write_text_atomically
 from tunebench.measure.replay import CLOCKS
 from tunebench.metrics import median_ci_ranks, median_with_ci, summarize
 from tunebench.reclock import reclock
-from tunebench.search import NAMES, STRATEGIES
+from tunebench.search import STRATEGIES, check_strategy_names
 from tunebench.study import Budget, run_study, task_references, tasks_by_kernel, tasks_of
 from tunebench.tables import markdown_table
 
@@ -114,9 +114,10 @@ def main() -> int:
     parser.add_argument("--trace", type=Path, default=None,
                         help="summarize this finished study's trace instead of running one (e.g. one run elsewhere)")
     args = parser.parse_args()
-    unknown = [name for name in args.strategies if name not in NAMES]
-    if unknown:
-        parser.error(f"unknown strategies {unknown}; known: {', '.join(NAMES)}")
+    try:
+        check_strategy_names(args.strategies)
+    except ValueError as error:
+        parser.error(str(error))
     for option, value in (("--seeds", args.seeds), ("--budget", args.budget), ("--workers", args.workers)):
         if value < 1:
             parser.error(f"{option} must be at least 1, got {value}")

@@ -32,13 +32,17 @@ from tunebench.study import open_dataset, task_references, tasks_by_kernel
 set_style()
 
 # %% tags=["parameters"]
+# datasets: recorded datasets, relative to the repository root
 datasets = ["results/datasets/matmul_bfloat16_h100.parquet",
             "results/datasets/layernorm_bfloat16_h100.parquet",
             "results/datasets/softmax_bfloat16_h100.parquet",
             "../shared/datasets/kerneltuner/convolution_A100.json.gz",
-            "../shared/datasets/kerneltuner/convolution_A4000.json.gz"]  # recorded datasets, relative to the repository root
-shapes_per_dataset = 2  # shapes taken from each dataset, evenly through its sorted shapes, for a GEMM over M; 0 takes all
-strategies = ["random", "pattern", "lfbo", "de", "optuna_tpe", "optuna_cmaes"]  # names in tunebench.search.STRATEGIES
+            "../shared/datasets/kerneltuner/convolution_A4000.json.gz"]
+# shapes_per_dataset: shapes taken from each dataset, evenly through its sorted shapes, for a GEMM over M; 0 takes all
+shapes_per_dataset = 2
+# strategies: names in tunebench.search.NAMES, or the import path of a Strategy subclass of your own
+# ("my_module.MySearch", its module on PYTHONPATH; docs/strategies.md, "Your own strategy")
+strategies = ["random", "pattern", "lfbo", "de", "optuna_tpe", "optuna_cmaes"]
 seeds = 10  # runs per (strategy, task), seeds 0..seeds-1; 10 or more for the confidence intervals
 budget = 200  # unique evaluations per run
 backend = "replay"  # replay answers from the recorded dataset; live, on a GPU, is not run from a notebook

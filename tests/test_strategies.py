@@ -1,5 +1,6 @@
-"""Search strategies: one conformance battery run over every registered strategy, a planted-optimum check,
-and unit tests of the LFBO fixes and the registry. Run as a script, it prints traces for the hash-seed test."""
+"""Search strategies: one conformance battery run over every registered strategy and the example of a strategy
+written outside tunebench, a planted-optimum check, and unit tests of the LFBO fixes and the registry. Run as a
+script, it prints traces for the hash-seed test."""
 
 import itertools
 import json
@@ -9,11 +10,12 @@ import subprocess
 import sys
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
 from tunebench.measure.result import Result, Status
-from tunebench.search import STRATEGIES, Strategy, make_strategy
+from tunebench.search import STRATEGIES, Strategy, check_strategy_names, make_strategy
 from tunebench.search.base import StrategySettings
 from tunebench.search.lfbo import LFBOPatternSearch, training_set
 from tunebench.space import Choice, Constraint, Flag, IntRange, Ordinal, PowerOfTwo, Space
@@ -28,7 +30,13 @@ except ImportError:
 NEEDS_CMAES = pytest.mark.skipif(not HAS_CMAES, reason="optuna_cmaes needs the cmaes package, not installed")
 
 
-def strategy_params(names=tuple(STRATEGIES)):
+# The example of a strategy written outside tunebench (examples/), named by its import path as a user names theirs.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+EXAMPLE = "iterated_local_search.IteratedLocalSearch"
+TESTED = (*STRATEGIES, EXAMPLE)
+
+
+def strategy_params(names=TESTED):
     return [pytest.param(name, marks=NEEDS_CMAES) if name == "optuna_cmaes" else name for name in names]
 
 
@@ -163,7 +171,7 @@ def quick_run(name: str, seed: int, budget: int = CONFORMANCE_BUDGET) -> Run:
 
 
 # ---------------------------------------------------------------------------------------------
-# Conformance: every registered strategy
+# Conformance: every registered strategy, and the example
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", strategy_params())
@@ -189,14 +197,14 @@ def test_conformance(name):
     assert quick_run(name, 1).trace != first.trace
 
 
-@pytest.mark.parametrize("name", strategy_params(name for name in STRATEGIES if name != "optuna_gp"))
+@pytest.mark.parametrize("name", strategy_params(name for name in TESTED if name != "optuna_gp"))
 def test_runs_to_done(name):
     """Without a budget every strategy ends by itself; those that end only by exhausting the space
-    (random, exhaustive, the Optuna samplers) evaluate every valid config exactly once."""
+    (random, exhaustive, the Optuna samplers, the example) evaluate every valid config exactly once."""
     space = conformance_space()
     seen = run(make_strategy(name, space, 0, **QUICK.get(name, {})), conformance_latency, budget=10**6)
     assert seen.revisits == 0
-    if name in ("random", "exhaustive") or name.startswith("optuna_"):
+    if name in ("random", "exhaustive", EXAMPLE) or name.startswith("optuna_"):
         assert sorted(seen.trace) == sorted(space.key(config) for config in space.enumerate())
 
 
@@ -249,7 +257,7 @@ def test_finds_planted_optimum(name):
 # ---------------------------------------------------------------------------------------------
 
 def traces() -> dict[str, list]:
-    return {name: quick_run(name, 7, budget=30).trace for name in STRATEGIES if name != "optuna_cmaes" or HAS_CMAES}
+    return {name: quick_run(name, 7, budget=30).trace for name in TESTED if name != "optuna_cmaes" or HAS_CMAES}
 
 
 def test_traces_do_not_depend_on_hash_seed():
@@ -266,7 +274,7 @@ def test_traces_do_not_depend_on_hash_seed():
     outputs = [process.communicate(timeout=120)[0] for process in processes]
     assert all(process.returncode == 0 for process in processes)
     first, *others = (json.loads(output) for output in outputs)
-    assert set(first) >= {name for name in STRATEGIES if name != "optuna_cmaes"}
+    assert set(first) >= {name for name in TESTED if name != "optuna_cmaes"}
     assert all(other == first for other in others)
 
 
@@ -375,6 +383,34 @@ def test_registry_names():
 def test_unknown_strategy_lists_the_known_ones():
     with pytest.raises(ValueError, match="unknown strategy 'anneal'.*random, exhaustive, pattern.*lfbo_quick"):
         make_strategy("anneal", conformance_space())
+
+
+def test_a_strategy_is_also_named_by_its_import_path_with_its_settings_checked():
+    strategy = make_strategy(EXAMPLE, conformance_space(), 2, batch=4)
+    assert type(strategy).__name__ == "IteratedLocalSearch" and strategy.settings.batch == 4
+    with pytest.raises(ValueError, match=f"unknown setting 'batch_size' for strategy '{EXAMPLE}'.*has: initial_pop"):
+        make_strategy(EXAMPLE, conformance_space(), batch_size=4)
+    check_strategy_names(["lfbo", "lfbo_quick", EXAMPLE])
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("no_such_module.Search", "strategy 'no_such_module.Search': cannot import module 'no_such_module' .*PYTHONPATH"),
+    ("iterated_local_search.Nothing", "module 'iterated_local_search' has nothing by the name 'Nothing'; allowed: a "
+                                      "subclass of tunebench.search.Strategy"),
+    ("iterated_local_search.IteratedLocalSearchSettings", "has class IteratedLocalSearchSettings by the name"),
+    ("math.pi", "module 'math' has float 3.14"),
+])
+def test_an_import_path_that_names_no_strategy_is_refused(name, message):
+    with pytest.raises(ValueError, match=message):
+        make_strategy(name, conformance_space())
+    with pytest.raises(ValueError, match=message):
+        check_strategy_names(["random", name])
+
+
+def test_unknown_names_are_listed_together_before_any_import():
+    with pytest.raises(ValueError, match=r"unknown strategies \['anneal', 'tabu'\]; known: random, .*lfbo_quick.*, "
+                                         "or a Strategy subclass's import path"):
+        check_strategy_names(["anneal", "no_such_module.Search", "tabu"])
 
 
 def test_a_quick_preset_is_its_strategy_with_helions_quick_settings_which_settings_override():

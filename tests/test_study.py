@@ -2,6 +2,7 @@
 
 import math
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +112,21 @@ def test_a_grown_study_takes_the_runs_its_trace_table_holds_and_replays_only_the
     shutil.rmtree(tmp_path / "study.runs")
     with pytest.raises(ValueError, match="more than this study's budget of 10"):
         run_study(["random"], kt_task, [0], Budget(evaluations=10), out, workers=1, progress=False)
+
+
+def test_a_strategy_written_outside_tunebench_runs_in_the_studys_worker_processes(kt_task, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", [str(REPO / "examples"), *sys.path])  # the workers inherit it, as PYTHONPATH
+    name = "iterated_local_search.IteratedLocalSearch"
+    out = tmp_path / "study.parquet"
+    trace = run_study([name, "random"], kt_task, [0, 1], Budget(evaluations=25), out, workers=2, progress=False)
+    assert set(trace.strategy) == {name, "random"}
+    assert trace.groupby(["strategy", "seed"]).eval_index.max().eq(25).all()
+    assert (tmp_path / "study.runs" / f"{name}__{kt_task[0].name.replace(':', '__')}__seed1.parquet").is_file()
+    again = run_study([name], kt_task, [0, 1], Budget(evaluations=25), tmp_path / "again.parquet", workers=1,
+                      progress=False)
+    measured = ["time_s", "strategy_s"]
+    pd.testing.assert_frame_equal(trace[trace.strategy == name].drop(columns=measured).reset_index(drop=True),
+                                  again.drop(columns=measured))
 
 
 def test_tasks_are_grouped_by_the_kernel_their_dataset_records(kt_task):

@@ -236,11 +236,9 @@ def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[
     from tqdm import tqdm
 
     from tunebench.measure.replay import check_clock
-    from tunebench.search import NAMES
+    from tunebench.search import check_strategy_names
 
-    unknown = [name for name in strategies if name not in NAMES]
-    if unknown:
-        raise ValueError(f"unknown strategies {unknown}; known: {', '.join(NAMES)}")
+    check_strategy_names(strategies)
     check_clock(clock, startup_s)
     settings = dict(settings or {})
     runs_dir = out.with_suffix(".runs")

@@ -1,10 +1,12 @@
 """Search strategies behind one ask/tell protocol, and the registry that builds them by name.
-`make_strategy("lfbo", space, seed=3, copies=2)` checks each setting against the strategy's dataclass."""
+`make_strategy("lfbo", space, seed=3, copies=2)` checks each setting against the strategy's dataclass; a strategy
+written outside tunebench is named by its import path, `make_strategy("my_package.module.MySearch", space)`."""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import MISSING, fields
-from typing import Any
+from typing import Any, Sequence
 
 from tunebench.search.base import Strategy, StrategySettings, sample_new
 from tunebench.search.differential_evolution import DifferentialEvolution
@@ -43,13 +45,12 @@ NAMES = (*STRATEGIES, *PRESETS)  # every name make_strategy builds
 
 def make_strategy(name: str, space: Space, seed: int = 0, **settings: Any) -> Strategy:
     """The strategy registered as `name`, with its defaults overridden by `settings` (checked by name and type); a
-    preset's name (`PRESETS`) gives its strategy with the preset's settings, which `settings` may override in turn."""
+    preset's name (`PRESETS`) gives its strategy with the preset's settings, which `settings` may override in turn. A
+    dotted name is an import path (`strategy_class`)."""
     if name in PRESETS:
         registered, preset = PRESETS[name]
         return make_strategy(registered, space, seed, **{**preset, **settings})
-    if name not in STRATEGIES:
-        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(NAMES)}")
-    strategy = STRATEGIES[name]
+    strategy = strategy_class(name)
     known = {field.name: field for field in fields(strategy.Settings)}
     for key, value in settings.items():
         if key not in known:
@@ -63,6 +64,43 @@ def make_strategy(name: str, space: Space, seed: int = 0, **settings: Any) -> St
     return strategy(space, seed, strategy.Settings(**settings))
 
 
+def strategy_class(name: str) -> type[Strategy]:
+    """The class of strategy `name`: a registered one (`STRATEGIES`), or, for a dotted name such as
+    "my_package.module.MySearch", the `Strategy` subclass of that name in that module, so that a study compares a
+    strategy written outside tunebench beside the registered ones (the module must be importable where the study's
+    worker processes run: installed, or on PYTHONPATH). A clear error for anything else."""
+    if name in STRATEGIES:
+        return STRATEGIES[name]
+    if "." not in name:
+        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(NAMES)}, or a Strategy subclass's import "
+                         "path such as 'my_package.module.MySearch'")
+    module_name, _, class_name = name.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"strategy {name!r}: cannot import module {module_name!r} ({error}); put it on PYTHONPATH "
+                         "or install it") from error
+    found = getattr(module, class_name, None)
+    if not (isinstance(found, type) and issubclass(found, Strategy)):
+        what = ("nothing" if found is None else f"class {found.__qualname__}" if isinstance(found, type)
+                else f"{type(found).__name__} {found!r}")
+        raise ValueError(f"strategy {name!r}: module {module_name!r} has {what} by the name {class_name!r}; allowed: "
+                         "a subclass of tunebench.search.Strategy")
+    return found
+
+
+def check_strategy_names(names: Sequence[str]) -> None:
+    """A clear error naming every name that is neither registered (`NAMES`) nor dotted, or `strategy_class`'s error
+    for a dotted one that names no Strategy subclass; called before a study starts, so that a typo costs no replays."""
+    unknown = [name for name in names if name not in NAMES and "." not in name]
+    if unknown:
+        raise ValueError(f"unknown strategies {unknown}; known: {', '.join(NAMES)}, or a Strategy subclass's import "
+                         "path such as 'my_package.module.MySearch'")
+    for name in names:
+        if "." in name:
+            strategy_class(name)
+
+
 def _same_kind(value: Any, default: Any) -> bool:
     if isinstance(default, bool) or isinstance(value, bool):
         return isinstance(value, bool) and isinstance(default, bool)
@@ -71,4 +109,5 @@ def _same_kind(value: Any, default: Any) -> bool:
     return isinstance(value, type(default))
 
 
-__all__ = ["NAMES", "PRESETS", "STRATEGIES", "Strategy", "StrategySettings", "make_strategy", "sample_new"]
+__all__ = ["NAMES", "PRESETS", "STRATEGIES", "Strategy", "StrategySettings", "check_strategy_names", "make_strategy",
+           "sample_new", "strategy_class"]

@@ -32,7 +32,7 @@ from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.measure.dataset import Dataset
 from tunebench.measure.replay import ReplayEvaluator
 from tunebench.measure.result import Evaluator, Result
-from tunebench.search import NAMES, make_strategy
+from tunebench.search import PRESETS, make_strategy, strategy_class
 from tunebench.space import Space
 from tunebench.study import Budget, run_search
 
@@ -58,8 +58,8 @@ class AutotuneSettings:
     max_rounds: int = 4
 
     def __post_init__(self) -> None:
-        if self.strategy not in NAMES:
-            raise ValueError(f"unknown strategy {self.strategy!r}; known: {', '.join(NAMES)}")
+        if self.strategy not in PRESETS:
+            strategy_class(self.strategy)
         if self.evaluations_per_pipeline < 1 or self.max_rounds < 1:
             raise ValueError(f"evaluations_per_pipeline ({self.evaluations_per_pipeline}) and max_rounds "
                              f"({self.max_rounds}) must be >= 1")
