@@ -3,7 +3,9 @@ Tuner caches, and write the comparison tables, over all tasks and per kernel, un
 (docs/strategies.md quotes them).
 
 Run: `.venv/bin/python benchmarks/strategy_comparison.py` (resumable: rerun after a kill to continue; runs that
-the trace table there already holds are not replayed again).
+the trace table there already holds are not replayed again). `--mode noisy` answers each config with a seeded bootstrap
+median of its recorded repeats and judges each run by the recorded median of the config it would deploy
+(`study.judged_by_recorded_medians`); its default folder is results/strategy_comparison_noisy/.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import numpy as np
 import pandas as pd
 
 from tunebench.files import write_text_atomically
-from tunebench.measure.replay import CLOCKS
+from tunebench.measure.replay import CLOCKS, MODES
 from tunebench.metrics import median_ci_ranks, median_with_ci, summarize
 from tunebench.reclock import reclock
 from tunebench.search import STRATEGIES, check_strategy_names
-from tunebench.study import Budget, run_study, task_references, tasks_by_kernel, tasks_of
+from tunebench.study import (Budget, judged_by_recorded_medians, run_study, task_references, tasks_by_kernel,
+                             tasks_of)
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,7 +112,10 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--budget", type=int, default=max(BUDGETS), help="unique evaluations per run")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
-    parser.add_argument("--out", type=Path, default=REPO / "results" / "strategy_comparison")
+    parser.add_argument("--mode", choices=MODES, default="deterministic",
+                        help="replay the recorded medians, or seeded bootstrap medians of the recorded repeats")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="default: results/strategy_comparison/ (--mode noisy: results/strategy_comparison_noisy/)")
     parser.add_argument("--kernel-tuner-dir", type=Path, default=KERNEL_TUNER, help="where the two caches are")
     parser.add_argument("--trace", type=Path, default=None,
                         help="summarize this finished study's trace instead of running one (e.g. one run elsewhere)")
@@ -127,13 +133,17 @@ def main() -> int:
         parser.error(f"no such file: {', '.join(missing)} (--kernel-tuner-dir names the folder of the two Kernel "
                      "Tuner caches; --trace a finished study's trace table)")
     tasks = [task for path in datasets for task in tasks_of(path)]
+    if args.out is None:
+        args.out = REPO / "results" / ("strategy_comparison" + ("_noisy" if args.mode == "noisy" else ""))
     args.out.mkdir(parents=True, exist_ok=True)
     if args.trace is None:
         trace = run_study(args.strategies, tasks, range(args.seeds), Budget(evaluations=args.budget),
-                          args.out / "trace.parquet", workers=args.workers)
+                          args.out / "trace.parquet", workers=args.workers, mode=args.mode)
     else:
         trace = pd.read_parquet(args.trace)
         args.strategies = list(trace.strategy.unique())
+    if args.mode == "noisy":
+        trace = judged_by_recorded_medians(trace, tasks)
     optima, latencies, seconds = task_references(tasks)
     budgets = tuple(b for b in BUDGETS if b <= args.budget)
     summary = summarize(trace, optima, latencies, budgets=budgets, seconds_per_evaluation=seconds)
@@ -143,8 +153,11 @@ def main() -> int:
                             suffixes=("", CLOCK_SUFFIX["pipelined"]), validate="one_to_one")
     write_text_atomically(args.out / "summary_by_task.csv", summary.to_csv(index=False))
     command = " ".join(["python", *sys.argv])
+    judged = ("" if args.mode == "deterministic" else " Each config is answered with a bootstrap median of its "
+              "recorded repeats, drawn by the run's seed; a run is judged by the recorded median of its incumbent, the "
+              "config fastest by what it was told (`study.judged_by_recorded_medians`).")
     parts = [f"# Strategy comparison (replay)\n\nCommand: `{command}`\n\n{len(tasks)} tasks, {args.seeds} seeds, "
-             f"budget {args.budget} unique evaluations, deterministic replay.",
+             f"budget {args.budget} unique evaluations, {args.mode} replay.{judged}",
              "## Over all tasks", markdown_table(headline(summary, trace, budgets)),
              "## Per kernel\n\nThe same table over one kernel's tasks: the GEMM is compute-bound, layer norm and "
              "softmax are memory-bound, the Kernel Tuner convolution is one shape on two GPUs (with so few tasks the "

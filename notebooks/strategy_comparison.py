@@ -46,7 +46,9 @@ strategies = ["random", "pattern", "lfbo", "de", "optuna_tpe", "optuna_cmaes"]
 seeds = 10  # runs per (strategy, task), seeds 0..seeds-1; 10 or more for the confidence intervals
 budget = 200  # unique evaluations per run
 backend = "replay"  # replay answers from the recorded dataset; live, on a GPU, is not run from a notebook
-mode = "deterministic"  # deterministic replays the recorded median, noisy a seeded bootstrap median of the repeats
+# mode: deterministic replays the recorded median; noisy a seeded bootstrap median of the repeats, and judges each run by
+# the recorded median of the config it would deploy
+mode = "deterministic"
 study_dir = "results/studies"  # where the trace table is cached, relative to the repository root
 
 # %%

@@ -21,7 +21,7 @@ from tunebench import metrics, plots, report  # noqa: E402
 from tunebench.dataset_summary import best_with_value_fixed, spread_shapes  # noqa: E402
 from tunebench.measure.dataset import Dataset  # noqa: E402
 from tunebench.space import Ordinal, PowerOfTwo  # noqa: E402
-from tunebench.study import TRACE_COLUMNS, Task  # noqa: E402
+from tunebench.study import TRACE_COLUMNS, Task, open_dataset  # noqa: E402
 
 SHAPES = [(16, 64, 64), (64, 64, 128), (256, 128, 128)]
 OPTIMUM_MS = (0.02, 0.05, 0.3)  # per shape
@@ -348,6 +348,18 @@ def test_study_plan_name_follows_every_parameter_that_changes_the_traces() -> No
         other = plots.StudyPlan(**{**plan.__dict__, **changed})
         assert other.name != plan.name, changed
     assert plan.path("results/studies") == report.REPO_ROOT / "results" / "studies" / f"{plan.name}.parquet"
+
+
+def test_a_noisy_study_is_judged_by_the_recorded_medians_of_what_each_run_would_deploy(tmp_path) -> None:
+    dataset = "../shared/datasets/kerneltuner/convolution_A4000.json.gz"
+    if not plots.resolve_dataset(dataset).is_file():
+        pytest.skip(f"Kernel Tuner cache not found at {dataset}")
+    plan = plots.StudyPlan((dataset,), 1, ("random",), 4, 60, mode="noisy")
+    judged = plan.run(tmp_path, workers=1)
+    drawn = pd.read_parquet(plan.path(tmp_path))  # the trace table keeps what each run was told
+    optimum = open_dataset(plots.resolve_dataset(dataset)).optimum_ms(plan.tasks()[0].shape)
+    assert (judged.best_ms >= optimum).all() and (judged.best_ms != drawn.best_ms).any()
+    pd.testing.assert_frame_equal(judged.drop(columns="best_ms"), drawn.drop(columns="best_ms"))
 
 
 def test_sampled_configs_default_study_is_strategy_comparisons_default() -> None:

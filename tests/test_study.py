@@ -12,7 +12,8 @@ import pytest
 from tunebench.measure.result import Result, Status
 from tunebench.search.base import Strategy
 from tunebench.space import PowerOfTwo, Space
-from tunebench.study import Budget, Task, run_search, run_study, task_references, tasks_by_kernel, tasks_of
+from tunebench.study import (Budget, Task, cached_dataset, judged_by_recorded_medians, key_text, run_search, run_study,
+                             task_references, tasks_by_kernel, tasks_of)
 
 REPO = Path(__file__).resolve().parents[1]
 KT_A100 = REPO.parent / "shared" / "datasets" / "kerneltuner" / "convolution_A100.json.gz"
@@ -127,6 +128,27 @@ def test_a_strategy_written_outside_tunebench_runs_in_the_studys_worker_processe
     measured = ["time_s", "strategy_s"]
     pd.testing.assert_frame_equal(trace[trace.strategy == name].drop(columns=measured).reset_index(drop=True),
                                   again.drop(columns=measured))
+
+
+def test_a_noisy_run_is_judged_by_the_recorded_median_of_the_config_it_would_deploy(kt_task, tmp_path):
+    deterministic = run_study(["random"], kt_task, [0], Budget(evaluations=40), tmp_path / "d.parquet", workers=1,
+                              progress=False)
+    pd.testing.assert_frame_equal(judged_by_recorded_medians(deterministic, kt_task), deterministic)
+
+    dataset = cached_dataset(kt_task[0].dataset)
+    rows = dataset.task(kt_task[0].shape).dropna(subset=["latency_ms"]).sort_values("latency_ms")
+    names = list(dataset.parameter_names)
+    fast, other, slow = (key_text(tuple(rows.iloc[i][names])) for i in (0, 1, len(rows) - 1))
+    recorded = {fast: rows.iloc[0].latency_ms, slow: rows.iloc[-1].latency_ms}
+    # Told, in order: a failed draw, then the slowest config drawn lucky (faster than the fastest's draw), the fastest.
+    trace = pd.DataFrame({"strategy": "s", "task": kt_task[0].name, "seed": 0, "eval_index": [3, 1, 2],
+                          "config_key": [fast, other, slow], "latency_ms": [recorded[fast], np.nan, recorded[fast] / 2],
+                          "best_ms": 0.0}, index=[10, 11, 12])
+    judged = judged_by_recorded_medians(trace, kt_task)
+    assert judged.index.tolist() == [10, 11, 12]
+    assert judged.best_ms.tolist() == [recorded[slow], math.inf, recorded[slow]]  # the lucky draw stays incumbent
+    with pytest.raises(ValueError, match="configs its tasks' datasets do not record"):
+        judged_by_recorded_medians(trace.assign(config_key=[fast, "1,2", slow]), kt_task)
 
 
 def test_tasks_are_grouped_by_the_kernel_their_dataset_records(kt_task):

@@ -32,6 +32,7 @@ from tunebench.measure.result import Status
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from pandas.io.formats.style import Styler
 
     from tunebench.measure.dataset import Dataset
     from tunebench.space import Space
@@ -755,7 +756,7 @@ def table_cell(value: object) -> str:
     return str(value)
 
 
-def table_style(table: pd.DataFrame, formats: Mapping[str, str] | None = None, wrap: Sequence[str] = ()):
+def table_style(table: pd.DataFrame, formats: Mapping[str, str] | None = None, wrap: Sequence[str] = ()) -> Styler:
     """The notebooks' one look for tables: no index, cells on one line but for the `wrap` columns (long text, such as
     a config), numbers to 4 significant digits (`table_cell`) unless `formats` gives a column its own."""
     formats = dict(formats or {})
@@ -932,8 +933,11 @@ class StudyPlan:
 
     def run(self, study_dir: str | os.PathLike[str], workers: int | None = None) -> pd.DataFrame:
         """Run (or resume) the study with `study.run_study`, parallel over cores; the trace table, also written to
-        `path(study_dir)`, with this plan beside it as `<name>.json`. Prints what was replayed and how long it took."""
-        from tunebench.study import Budget, run_study
+        `path(study_dir)`, with this plan beside it as `<name>.json`. Prints what was replayed and how long it took.
+        In noisy mode each run's `best_ms` is the recorded median of its incumbent (`study.judged_by_recorded_medians`):
+        what the config it would deploy runs at, not its luckiest draw."""
+        from tunebench.files import write_text_atomically
+        from tunebench.study import Budget, judged_by_recorded_medians, run_study
 
         out = self.path(study_dir)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -945,13 +949,13 @@ class StudyPlan:
         trace = run_study(list(self.strategies), tasks, range(self.seeds), Budget(evaluations=self.budget), out,
                           workers=workers, mode=self.mode, progress=False)
         plan_file = out.with_suffix(".json")
-        plan_file.write_text(json.dumps({**asdict(self), "tasks": [[task.dataset, list(task.shape)]
-                                                                   for task in tasks]}, indent=1))
+        write_text_atomically(plan_file, json.dumps({**asdict(self), "tasks": [[task.dataset, list(task.shape)]
+                                                                               for task in tasks]}, indent=1))
         reused = min(cached, total)
         print(f"{total} runs ({len(self.strategies)} strategies × {len(tasks)} tasks × {self.seeds} seeds): {reused} "
               f"reused from {runs_dir.name}/, {total - reused} replayed in {time.perf_counter() - started:.1f} s; "
               f"trace table: {shown_path(out)}")
-        return trace
+        return judged_by_recorded_medians(trace, tasks) if self.mode == "noisy" else trace
 
     @classmethod
     def read(cls, trace_path: str | os.PathLike[str]) -> StudyPlan:
