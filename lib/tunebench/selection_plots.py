@@ -21,6 +21,7 @@ from tunebench.plots import table_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from pandas.io.formats.style import Styler
 
 # A wide translucent band under the pipelines' lines, so that the pipeline it follows shows through.
 DISPATCH_STYLE = {"color": "black", "alpha": 0.3, "linewidth": 8, "solid_capstyle": "round", "zorder": 1,
@@ -169,7 +170,7 @@ def gains_table(steps: pd.DataFrame) -> pd.DataFrame:
 STEP_NAMES = {VENDOR: "torch.matmul (uncompressed)", "dispatch": "autotuned dispatch"}
 
 
-def style_table(table: pd.DataFrame, caption: str, number_format: str):
+def style_table(table: pd.DataFrame, caption: str, number_format: str) -> Styler:
     """plots.table_style with `number_format` for the float columns, headers on one line and a caption."""
     numbers = {column: number_format for column in table.columns if pd.api.types.is_float_dtype(table[column])}
     return (table_style(table, numbers).set_caption(caption)

@@ -43,9 +43,13 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
 from sklearn.exceptions import ConvergenceWarning
@@ -414,7 +418,7 @@ def _cluster_bootstrap_weights(tasks: Sequence[str], resamples: int, seed: int) 
 
 # -- figures and tables -----------------------------------------------------------------------------------------------
 
-def plot_ablation(summary: pd.DataFrame, metric: str = "improvement", *, col_wrap: int = 4):
+def plot_ablation(summary: pd.DataFrame, metric: str = "improvement", *, col_wrap: int = 4) -> Figure:
     """The ablation curve of `metric`: one panel per dataset and one over all tasks; a line per surrogate with its
     bootstrap interval shaded; x on a log axis."""
     import matplotlib.pyplot as plt
