@@ -17,6 +17,8 @@ from tunebench.files import write_text_atomically
 from tunebench.gemm_kernels import (
     DATASET, LIVE, SITTINGS, STRATEGIES, live_table, repeats_table, replay_by_seed, replay_summary, sweep_table,
 )
+from tunebench.measure.replay import CLOCKS, check_clock
+from tunebench.search import check_strategy_names
 from tunebench.study import Budget, open_dataset, run_study, tasks_of
 from tunebench.tables import markdown_table
 
@@ -30,15 +32,25 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=120.0, help="simulated seconds per replayed run")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO / "results" / "matmul_tma")
+    parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES),
+                        help="registered names or a Strategy subclass's import path (docs/strategies.md)")
+    parser.add_argument("--clock", choices=CLOCKS, default="sequential", help="the replay's simulated clock")
+    parser.add_argument("--startup-s", type=float, default=0.0,
+                        help="seconds before the first batch, as a live run's worker start-up")
     args = parser.parse_args()
     if not args.dataset.is_file():
         parser.error(f"no dataset at {args.dataset}")
+    try:
+        check_strategy_names(args.strategies)
+        check_clock(args.clock, args.startup_s)
+    except ValueError as error:
+        parser.error(str(error))
     args.out.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", *sys.argv])
 
     sweep, failures, same_failures = sweep_table(args.dataset)
-    trace = run_study(STRATEGIES, tasks_of(args.dataset), range(args.seeds), Budget(seconds=args.seconds),
-                      args.out / "replay.parquet", workers=args.workers)
+    trace = run_study(args.strategies, tasks_of(args.dataset), range(args.seeds), Budget(seconds=args.seconds),
+                      args.out / "replay.parquet", workers=args.workers, clock=args.clock, startup_s=args.startup_s)
     by_seed = replay_by_seed(trace, args.dataset)
     write_text_atomically(args.out / "replay_by_seed.csv", by_seed.to_csv(index=False, float_format="%.4g"))
     compile_workers = open_dataset(args.dataset).provenance.get("compile_workers")
@@ -59,7 +71,10 @@ def main() -> int:
         "Deterministic replay of the sweep: each batch is charged its compile makespan on the sweep's "
         f"{compile_workers} compile workers (a binary once: configs that differ only in PROGRAMS_PER_SM share it), "
         "the recorded benchmark times, and the strategy's own CPU time on this machine. Medians over seeds; a seed "
-        "that never reached a target counts as inf. Per run in `replay_by_seed.csv`.",
+        "that never reached a target counts as inf. Per run in `replay_by_seed.csv`."
+        + ("" if args.clock == "sequential" and not args.startup_s else
+           f" Clock: {args.clock} (compiles overlapping timing, as the live bench does: 'Replay against live' in "
+           f"docs/strategies.md), {args.startup_s:g} s of start-up before the first batch."),
         markdown_table(replay_summary(by_seed)),
         # the recorded live runs searched the default sweep's shapes: another sweep's report leaves them out
         *(live_sections() if args.dataset.resolve() == DATASET.resolve() else []),

@@ -169,3 +169,20 @@ def test_the_benchmark_reports_a_sweep_given_by_a_relative_path_with_live_runs_o
     assert replays.count("| lfbo |") == len(shapes), "a replay row per shape of the sweep given"
     assert ("## Live on the H200, both kernels" in summary) is live
     assert ("## Repeated live runs" in summary) is live
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--strategies", "lfbo", "annealing"], "unknown strategies ['annealing']; known: random, "),
+    (["--strategies", "no_such_module.Search"], "cannot import module 'no_such_module'"),
+    (["--clock", "pipelined", "--startup-s", "-1"], "startup_s must be a finite number of seconds >= 0, got -1.0"),
+    (["--clock", "wall"], "invalid choice: 'wall'"),
+])
+def test_the_tma_benchmark_refuses_bad_strategies_and_clocks_before_replaying(arguments, message, tmp_path,
+                                                                             monkeypatch, capsys):
+    import tma_kernel as benchmark
+
+    monkeypatch.setattr(sys, "argv", ["tma_kernel.py", "--out", str(tmp_path / "out"), *arguments])
+    with pytest.raises(SystemExit) as exit_info:
+        benchmark.main()
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists(), "nothing written"
