@@ -34,6 +34,19 @@ def test_strategy_names_are_registered_and_a_warm_start_needs_a_predictor():
         live_search.check_strategy_names(["lfbo", "warm:lfbo"], None)
 
 
+def test_a_strategy_of_ones_own_runs_live_by_its_import_path_cold_or_warm(monkeypatch):
+    monkeypatch.setattr(sys, "path", [str(Path(__file__).resolve().parents[1] / "examples"), *sys.path])
+    own = "iterated_local_search.IteratedLocalSearch"
+    live_search.check_strategy_names([own, f"warm:{own}", f"warm:{own}:restart1"], Path("model.predictor"))
+    assert live_search.parse_strategy_name(f"warm:{own}:restart") == (own, {"restart": True, "restart_patience": 0})
+    with pytest.raises(ValueError, match="strategy 'no_such_module.Search': cannot import module 'no_such_module'"):
+        live_search.check_strategy_names(["warm:no_such_module.Search"], Path("model.predictor"))
+    space = get_kernel("matmul").config_space()
+    seeds = space.sample(np.random.default_rng(3), 4, unique=True)
+    warm = live_search.live_strategy(f"warm:{own}", space, 0, seeds)
+    assert [space.key(config) for config in warm.ask()[:4]] == [space.key(config) for config in seeds]
+
+
 def test_a_warm_start_measures_the_predictors_configs_first_and_a_cold_one_does_not():
     space = get_kernel("matmul").config_space()
     seeds = space.sample(np.random.default_rng(3), 4, unique=True)
