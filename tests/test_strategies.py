@@ -399,6 +399,9 @@ def test_a_strategy_is_also_named_by_its_import_path_with_its_settings_checked()
                                       "subclass of tunebench.search.Strategy"),
     ("iterated_local_search.IteratedLocalSearchSettings", "has class IteratedLocalSearchSettings by the name"),
     ("math.pi", "module 'math' has float 3.14"),
+    ("IteratedLocalSearch.", "strategy 'IteratedLocalSearch.' is not an import path; allowed: 'package.module.Class"),
+    (".IteratedLocalSearch", "is not an import path"),
+    ("iterated_local_search..IteratedLocalSearch", "is not an import path"),
 ])
 def test_an_import_path_that_names_no_strategy_is_refused(name, message):
     with pytest.raises(ValueError, match=message):

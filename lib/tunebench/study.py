@@ -279,10 +279,10 @@ def judged_by_recorded_medians(trace: pd.DataFrame, tasks: Sequence[Task]) -> pd
     by_key = pd.concat(recorded)
     runs = ["strategy", "task", "seed"]
     frame = trace.sort_values([*runs, "eval_index"], kind="stable")
+    by_run = [frame[column] for column in runs]
     told = frame["latency_ms"].fillna(np.inf)
-    before = told.groupby([frame[column] for column in runs]).cummin().groupby(
-        [frame[column] for column in runs]).shift(fill_value=np.inf)
-    incumbent = frame["config_key"].where(told < before).groupby([frame[column] for column in runs]).ffill()
+    before = told.groupby(by_run).cummin().groupby(by_run).shift(fill_value=np.inf)
+    incumbent = frame["config_key"].where(told < before).groupby(by_run).ffill()
     asked = pd.MultiIndex.from_arrays([frame["task"], frame["config_key"]])
     unknown = asked[~asked.isin(by_key.index)]
     if len(unknown):

@@ -75,6 +75,8 @@ def strategy_class(name: str) -> type[Strategy]:
         raise ValueError(f"unknown strategy {name!r}; known: {', '.join(NAMES)}, or a Strategy subclass's import "
                          "path such as 'my_package.module.MySearch'")
     module_name, _, class_name = name.rpartition(".")
+    if not (module_name and class_name) or module_name.startswith(".") or module_name.endswith("."):
+        raise ValueError(f"strategy {name!r} is not an import path; allowed: 'package.module.ClassName'")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
