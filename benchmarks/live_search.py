@@ -123,7 +123,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernel", default="matmul", choices=["matmul", "matmul_tma"],
                         help="the GEMM kernel family whose space is searched")
-    parser.add_argument("--strategies", nargs="+", default=["lfbo", "pattern", "random"])
+    parser.add_argument("--strategies", nargs="+", default=["lfbo", "pattern", "random"],
+                        help="registered names or a Strategy subclass's import path, each also as warm:<name>")
     parser.add_argument("--shapes", "--shape", default="4096x4096x4096", help="comma-separated MxNxK")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--seconds", type=float, default=120.0, help="wall-clock budget per strategy and shape")

@@ -108,7 +108,8 @@ def lfbo_vs_pattern(summary: pd.DataFrame) -> pd.DataFrame:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--strategies", nargs="*", default=[s for s in STRATEGIES if s != "exhaustive"])
+    parser.add_argument("--strategies", nargs="*", default=[s for s in STRATEGIES if s != "exhaustive"],
+                        help="registered names or a Strategy subclass's import path (docs/strategies.md)")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--budget", type=int, default=max(BUDGETS), help="unique evaluations per run")
     parser.add_argument("--workers", type=int, default=os.cpu_count())
