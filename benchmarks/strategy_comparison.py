@@ -11,9 +11,11 @@ median of its recorded repeats and judges each run by the recorded median of the
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,7 +24,8 @@ from tunebench.files import write_text_atomically
 from tunebench.measure.replay import CLOCKS, MODES
 from tunebench.metrics import median_ci_ranks, median_with_ci, summarize
 from tunebench.reclock import reclock
-from tunebench.search import STRATEGIES, check_strategy_names
+from tunebench.search import STRATEGIES, check_strategy_names, make_strategy
+from tunebench.space import PowerOfTwo, Space
 from tunebench.study import (Budget, judged_by_recorded_medians, run_study, task_references, tasks_by_kernel,
                              tasks_of)
 from tunebench.tables import markdown_table
@@ -38,6 +41,28 @@ CONFIDENCE = 0.95
 # The suffix of summary_by_task.csv's seconds columns on each replay clock: the study replays on the sequential clock,
 # and its trace is re-clocked on the pipelined one (the configs asked under an evaluation budget do not depend on it).
 CLOCK_SUFFIX = {"sequential": "", "pipelined": "_pipelined"}
+
+
+def json_value(text: str) -> object:
+    """`text` parsed as JSON, for argparse: a clear error names the text and what is allowed."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON ({error}); allowed: an object such as "
+                                         '\'{"lfbo": {"initial_population": 20}}\'') from error
+
+
+def check_settings(settings: object, strategies: Sequence[str]) -> None:
+    """A clear error unless `settings` maps some of `strategies` to overrides that their settings dataclasses accept
+    (checked by name and type by building each strategy once)."""
+    if not isinstance(settings, dict) or not all(isinstance(value, dict) for value in settings.values()):
+        raise ValueError(f"--settings must map strategy names to objects of settings, got {settings!r}")
+    unknown = [name for name in settings if name not in strategies]
+    if unknown:
+        raise ValueError(f"--settings names strategies {unknown} that --strategies does not run: {strategies}")
+    space = Space([PowerOfTwo("x", 1, 2)])
+    for name, overrides in settings.items():
+        make_strategy(name, space, **overrides)
 
 
 def overhead_per_ask_ms(trace: pd.DataFrame) -> pd.Series:
@@ -120,11 +145,17 @@ def main() -> int:
     parser.add_argument("--kernel-tuner-dir", type=Path, default=KERNEL_TUNER, help="where the two caches are")
     parser.add_argument("--trace", type=Path, default=None,
                         help="summarize this finished study's trace instead of running one (e.g. one run elsewhere)")
+    parser.add_argument("--settings", type=json_value, default={},
+                        help='overrides of strategies\' defaults, for an ablation in its own --out: '
+                             '\'{"lfbo": {"initial_population": 20}}\'')
     args = parser.parse_args()
     try:
         check_strategy_names(args.strategies)
-    except ValueError as error:
+        check_settings(args.settings, args.strategies)
+    except (ValueError, TypeError) as error:
         parser.error(str(error))
+    if args.settings and args.out is None:
+        parser.error("--settings changes what the strategies do: give the study its own --out")
     for option, value in (("--seeds", args.seeds), ("--budget", args.budget), ("--workers", args.workers)):
         if value < 1:
             parser.error(f"{option} must be at least 1, got {value}")
@@ -139,7 +170,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.trace is None:
         trace = run_study(args.strategies, tasks, range(args.seeds), Budget(evaluations=args.budget),
-                          args.out / "trace.parquet", workers=args.workers, mode=args.mode)
+                          args.out / "trace.parquet", workers=args.workers, mode=args.mode, settings=args.settings)
     else:
         trace = pd.read_parquet(args.trace)
         args.strategies = list(trace.strategy.unique())
@@ -157,8 +188,10 @@ def main() -> int:
     judged = ("" if args.mode == "deterministic" else " Each config is answered with a bootstrap median of its "
               "recorded repeats, drawn by the run's seed; a run is judged by the recorded median of its incumbent, the "
               "config fastest by what it was told (`study.judged_by_recorded_medians`).")
+    changed = "".join(f" {name} runs with {', '.join(f'{key}={value!r}' for key, value in overrides.items())} (not "
+                      "its defaults)." for name, overrides in args.settings.items())
     parts = [f"# Strategy comparison (replay)\n\nCommand: `{command}`\n\n{len(tasks)} tasks, {args.seeds} seeds, "
-             f"budget {args.budget} unique evaluations, {args.mode} replay.{judged}",
+             f"budget {args.budget} unique evaluations, {args.mode} replay.{judged}{changed}",
              "## Over all tasks", markdown_table(headline(summary, trace, budgets)),
              "## Per kernel\n\nThe same table over one kernel's tasks: the GEMM is compute-bound, layer norm and "
              "softmax are memory-bound, the Kernel Tuner convolution is one shape on two GPUs (with so few tasks the "

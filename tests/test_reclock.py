@@ -86,6 +86,12 @@ def test_the_comparison_tabulates_seconds_on_both_clocks():
     (["--workers", "0"], "--workers must be at least 1, got 0"),
     (["--kernel-tuner-dir", "nowhere"], "no such file: nowhere/convolution_A100.json.gz"),
     (["--trace", "no_trace.parquet"], "no such file: no_trace.parquet"),
+    (["--settings", '{"lfbo": {"initial_pop": 20}}'], "unknown setting 'initial_pop' for strategy 'lfbo'"),
+    (["--settings", '{"lfbo": {"initial_population": "20"}}'], "'initial_population' of strategy 'lfbo' must be int"),
+    (["--strategies", "lfbo", "--settings", '{"pattern": {}}'], "names strategies ['pattern'] that --strategies does "
+                                                                "not run: ['lfbo']"),
+    (["--settings", "[1]"], "--settings must map strategy names to objects of settings, got [1]"),
+    (["--settings", "{lfbo"], "'{lfbo' is not JSON"),
 ])
 def test_the_comparison_script_refuses_bad_input_before_replaying(arguments, message, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["strategy_comparison.py", "--out", str(tmp_path / "out"), *arguments])
@@ -93,3 +99,10 @@ def test_the_comparison_script_refuses_bad_input_before_replaying(arguments, mes
         strategy_comparison.main()
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "out").exists(), "nothing written"
+
+
+def test_settings_need_a_study_folder_of_their_own(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["strategy_comparison.py", "--settings", '{"lfbo": {"initial_population": 20}}'])
+    with pytest.raises(SystemExit) as exit_info:
+        strategy_comparison.main()
+    assert exit_info.value.code == 2 and "give the study its own --out" in capsys.readouterr().err
