@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -184,7 +185,7 @@ def main() -> int:
     summary = summary.merge(pipelined[["strategy", "task", *seconds_columns]], on=["strategy", "task"],
                             suffixes=("", CLOCK_SUFFIX["pipelined"]), validate="one_to_one")
     write_text_atomically(args.out / "summary_by_task.csv", summary.to_csv(index=False))
-    command = " ".join(["python", *sys.argv])
+    command = shlex.join(["python", *sys.argv])
     judged = ("" if args.mode == "deterministic" else " Each config is answered with a bootstrap median of its "
               "recorded repeats, drawn by the run's seed; a run is judged by the recorded median of its incumbent, the "
               "config fastest by what it was told (`study.judged_by_recorded_medians`).")
