@@ -26,9 +26,9 @@ from tunebench.measure.replay import CLOCKS, MODES
 from tunebench.metrics import median_ci_ranks, median_with_ci, summarize
 from tunebench.reclock import reclock
 from tunebench.search import STRATEGIES, check_strategy_names, make_strategy
-from tunebench.space import PowerOfTwo, Space
-from tunebench.study import (Budget, judged_by_recorded_medians, run_study, task_references, tasks_by_kernel,
-                             tasks_of)
+from tunebench.space import Space
+from tunebench.study import (Budget, judged_by_recorded_medians, open_dataset, run_study, task_references,
+                             tasks_by_kernel, tasks_of)
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,15 +53,14 @@ def json_value(text: str) -> object:
                                          '\'{"lfbo": {"initial_population": 20}}\'') from error
 
 
-def check_settings(settings: object, strategies: Sequence[str]) -> None:
+def check_settings(settings: object, strategies: Sequence[str], space: Space) -> None:
     """A clear error unless `settings` maps some of `strategies` to overrides that their settings dataclasses accept
-    (checked by name and type by building each strategy once)."""
+    (checked by name and type by building each strategy once on `space`, a task's)."""
     if not isinstance(settings, dict) or not all(isinstance(value, dict) for value in settings.values()):
         raise ValueError(f"--settings must map strategy names to objects of settings, got {settings!r}")
     unknown = [name for name in settings if name not in strategies]
     if unknown:
         raise ValueError(f"--settings names strategies {unknown} that --strategies does not run: {strategies}")
-    space = Space([PowerOfTwo("x", 1, 2)])
     for name, overrides in settings.items():
         make_strategy(name, space, **overrides)
 
@@ -152,8 +151,7 @@ def main() -> int:
     args = parser.parse_args()
     try:
         check_strategy_names(args.strategies)
-        check_settings(args.settings, args.strategies)
-    except (ValueError, TypeError) as error:
+    except ValueError as error:
         parser.error(str(error))
     if args.settings and args.out is None:
         parser.error("--settings changes what the strategies do: give the study its own --out")
@@ -166,6 +164,10 @@ def main() -> int:
         parser.error(f"no such file: {', '.join(missing)} (--kernel-tuner-dir names the folder of the two Kernel "
                      "Tuner caches; --trace a finished study's trace table)")
     tasks = [task for path in datasets for task in tasks_of(path)]
+    try:
+        check_settings(args.settings, args.strategies, open_dataset(tasks[0].dataset).space(tasks[0].shape))
+    except (ValueError, TypeError) as error:
+        parser.error(str(error))
     if args.out is None:
         args.out = REPO / "results" / ("strategy_comparison" + ("_noisy" if args.mode == "noisy" else ""))
     args.out.mkdir(parents=True, exist_ok=True)

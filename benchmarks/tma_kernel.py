@@ -23,6 +23,10 @@ from tunebench.study import Budget, open_dataset, run_study, tasks_of
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "results" / "matmul_tma"  # its replay table holds runs on the sequential clock without start-up
+CLOCK_TEXT = {"sequential": "sequential (a batch compiles, then is timed)",
+              "pipelined": "pipelined (compiles overlapping timing, as the live bench does: 'Replay against live' in "
+                           "docs/strategies.md)"}
 
 
 def main() -> int:
@@ -31,7 +35,7 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=120.0, help="simulated seconds per replayed run")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "results" / "matmul_tma")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES),
                         help="registered names or a Strategy subclass's import path (docs/strategies.md)")
     parser.add_argument("--clock", choices=CLOCKS, default="sequential", help="the replay's simulated clock")
@@ -45,6 +49,9 @@ def main() -> int:
         check_clock(args.clock, args.startup_s)
     except ValueError as error:
         parser.error(str(error))
+    if (args.clock, args.startup_s) != ("sequential", 0.0) and args.out.resolve() == DEFAULT_OUT.resolve():
+        parser.error("a replay on another clock or with a start-up needs its own --out: the default folder's replay "
+                     "table holds runs on the sequential clock, which it would reuse")
     args.out.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", *sys.argv])
 
@@ -73,8 +80,7 @@ def main() -> int:
         "the recorded benchmark times, and the strategy's own CPU time on this machine. Medians over seeds; a seed "
         "that never reached a target counts as inf. Per run in `replay_by_seed.csv`."
         + ("" if args.clock == "sequential" and not args.startup_s else
-           f" Clock: {args.clock} (compiles overlapping timing, as the live bench does: 'Replay against live' in "
-           f"docs/strategies.md), {args.startup_s:g} s of start-up before the first batch."),
+           f" Clock: {CLOCK_TEXT[args.clock]}, {args.startup_s:g} s of start-up before the first batch."),
         markdown_table(replay_summary(by_seed)),
         # the recorded live runs searched the default sweep's shapes: another sweep's report leaves them out
         *(live_sections() if args.dataset.resolve() == DATASET.resolve() else []),

@@ -186,3 +186,12 @@ def test_the_tma_benchmark_refuses_bad_strategies_and_clocks_before_replaying(ar
         benchmark.main()
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "out").exists(), "nothing written"
+
+
+def test_the_tma_benchmark_keeps_a_replay_on_another_clock_out_of_the_default_folder(monkeypatch, capsys):
+    import tma_kernel as benchmark
+
+    monkeypatch.setattr(sys, "argv", ["tma_kernel.py", "--clock", "pipelined"])
+    with pytest.raises(SystemExit) as exit_info:
+        benchmark.main()
+    assert exit_info.value.code == 2 and "needs its own --out" in capsys.readouterr().err
