@@ -486,7 +486,7 @@ def plot_failure_share(trace: pd.DataFrame, latencies: Mapping[str, np.ndarray] 
     strategies = _strategies_of(trace)
     datasets = list(dict.fromkeys(table["dataset"]))
     colors = strategy_colors(strategies)
-    figure, ax = plt.subplots(figsize=(max(6.5, 1.0 + 0.5 * len(strategies) * len(datasets)), 4.2),
+    figure, ax = plt.subplots(figsize=(max(8.0, 1.0 + 0.5 * len(strategies) * len(datasets)), 4.6),
                               layout="constrained")
     sns.barplot(table, x="dataset", y="share", hue="strategy", order=datasets, hue_order=strategies,
                 palette=colors, ax=ax, legend=False)
@@ -510,7 +510,8 @@ def plot_failure_share(trace: pd.DataFrame, latencies: Mapping[str, np.ndarray] 
     handles = [Patch(color=colors[name], label=name) for name in strategies]
     if latencies is not None:
         handles.append(Line2D([], [], color="black", linestyle="--", label="share failing in the whole space"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    # below the axes, so that a long name (a strategy's import path) takes no width from the bars
+    figure.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)), frameon=False)
     return figure
 
 
