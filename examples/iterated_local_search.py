@@ -23,10 +23,10 @@ class IteratedLocalSearchSettings(StrategySettings):
 
 
 class IteratedLocalSearch(Strategy):
-    """Local search that moves to the fastest of each batch of neighbours where it beats the config the walk stands
-    on; once every neighbour of where it stands is measured, it kicks: a batch of random multi-parameter moves from the fastest config so far, and
-    the walk goes on from the fastest of them, better or not (the acceptance of iterated local search; Lourenco,
-    Martin and Stuetzle, "Iterated Local Search", 2003). Kernel Tuner's `greedy_ils` is a strategy of this family."""
+    """Local search that moves to the fastest of each batch of neighbours when it beats where the walk stands; once
+    every neighbour there is measured, it kicks: random multi-parameter moves from the fastest config so far, and the
+    walk goes on from the fastest of them, better or not (iterated local search: Lourenco, Martin and Stuetzle, 2003).
+    Kernel Tuner's `greedy_ils` is a strategy of this family."""
 
     Settings = IteratedLocalSearchSettings
 
