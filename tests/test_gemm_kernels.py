@@ -16,6 +16,7 @@ from tunebench import gemm_kernels as tma_kernel
 from tunebench.study import Budget, Run, open_dataset, replay_run, tasks_of
 
 import stand_in_bench
+from command_line import refusal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -181,17 +182,13 @@ def test_the_tma_benchmark_refuses_bad_strategies_and_clocks_before_replaying(ar
                                                                              monkeypatch, capsys):
     import tma_kernel as benchmark
 
-    monkeypatch.setattr(sys, "argv", ["tma_kernel.py", "--out", str(tmp_path / "out"), *arguments])
-    with pytest.raises(SystemExit) as exit_info:
-        benchmark.main()
-    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    argv = ["tma_kernel.py", "--out", str(tmp_path / "out"), *arguments]
+    assert message in refusal(benchmark.main, argv, monkeypatch, capsys)
     assert not (tmp_path / "out").exists(), "nothing written"
 
 
 def test_the_tma_benchmark_keeps_a_replay_on_another_clock_out_of_the_default_folder(monkeypatch, capsys):
     import tma_kernel as benchmark
 
-    monkeypatch.setattr(sys, "argv", ["tma_kernel.py", "--clock", "pipelined"])
-    with pytest.raises(SystemExit) as exit_info:
-        benchmark.main()
-    assert exit_info.value.code == 2 and "needs its own --out" in capsys.readouterr().err
+    assert "needs its own --out" in refusal(benchmark.main, ["tma_kernel.py", "--clock", "pipelined"], monkeypatch,
+                                            capsys)

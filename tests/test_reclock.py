@@ -11,6 +11,8 @@ import pytest
 from tunebench.reclock import batch_seconds, configs_by_key, reclock
 from tunebench.study import Budget, cached_dataset, run_study, tasks_of
 
+from command_line import refusal
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
@@ -94,15 +96,11 @@ def test_the_comparison_tabulates_seconds_on_both_clocks():
     (["--settings", "{lfbo"], "'{lfbo' is not JSON"),
 ])
 def test_the_comparison_script_refuses_bad_input_before_replaying(arguments, message, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["strategy_comparison.py", "--out", str(tmp_path / "out"), *arguments])
-    with pytest.raises(SystemExit) as exit_info:
-        strategy_comparison.main()
-    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    argv = ["strategy_comparison.py", "--out", str(tmp_path / "out"), *arguments]
+    assert message in refusal(strategy_comparison.main, argv, monkeypatch, capsys)
     assert not (tmp_path / "out").exists(), "nothing written"
 
 
 def test_settings_need_a_study_folder_of_their_own(monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["strategy_comparison.py", "--settings", '{"lfbo": {"initial_population": 20}}'])
-    with pytest.raises(SystemExit) as exit_info:
-        strategy_comparison.main()
-    assert exit_info.value.code == 2 and "give the study its own --out" in capsys.readouterr().err
+    argv = ["strategy_comparison.py", "--settings", '{"lfbo": {"initial_population": 20}}']
+    assert "give the study its own --out" in refusal(strategy_comparison.main, argv, monkeypatch, capsys)
