@@ -27,7 +27,7 @@ from tunebench.metrics import median_ci_ranks, median_with_ci, summarize
 from tunebench.reclock import reclock
 from tunebench.search import STRATEGIES, check_strategy_names, make_strategy
 from tunebench.space import Space
-from tunebench.study import (Budget, judged_by_recorded_medians, open_dataset, run_study, task_references,
+from tunebench.study import (Budget, Task, judged_by_recorded_medians, open_dataset, run_study, task_references,
                              tasks_by_kernel, tasks_of)
 from tunebench.tables import markdown_table
 
@@ -131,6 +131,29 @@ def lfbo_vs_pattern(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def summary_on_both_clocks(trace: pd.DataFrame, tasks: Sequence[Task], budgets: tuple[int, ...],
+                           workers: int) -> pd.DataFrame:
+    """`metrics.summarize` of a study's trace, one row per (strategy, task), with the seconds columns of the trace
+    re-clocked on the pipelined clock beside the sequential ones (suffix `CLOCK_SUFFIX["pipelined"]`)."""
+    optima, latencies, seconds = task_references(tasks)
+    summary = summarize(trace, optima, latencies, budgets=budgets, seconds_per_evaluation=seconds)
+    pipelined = summarize(reclock(trace, tasks, "pipelined", workers=workers), optima, latencies, budgets=budgets)
+    seconds_columns = [column for column in pipelined if column.startswith("seconds_to_")]
+    return summary.merge(pipelined[["strategy", "task", *seconds_columns]], on=["strategy", "task"],
+                         suffixes=("", CLOCK_SUFFIX["pipelined"]), validate="one_to_one")
+
+
+def budgets_up_to(budget: int) -> tuple[int, ...]:
+    """The budgets at which the tables give the fraction of optimum: those of `BUDGETS` below `budget`, and it."""
+    return (*(b for b in BUDGETS if b < budget), budget)
+
+
+def comparison_datasets(kernel_tuner_dir: Path) -> list[Path]:
+    """The recorded datasets whose tasks the comparison replays: the three H100 sweeps, then the two Kernel Tuner
+    caches in `kernel_tuner_dir`."""
+    return [*RECORDED_DATASETS, *(kernel_tuner_dir / name for name in KERNEL_TUNER_CACHES)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strategies", nargs="*", default=[s for s in STRATEGIES if s != "exhaustive"],
@@ -158,7 +181,7 @@ def main() -> int:
     for option, value in (("--seeds", args.seeds), ("--budget", args.budget), ("--workers", args.workers)):
         if value < 1:
             parser.error(f"{option} must be at least 1, got {value}")
-    datasets = [*RECORDED_DATASETS, *(args.kernel_tuner_dir / name for name in KERNEL_TUNER_CACHES)]
+    datasets = comparison_datasets(args.kernel_tuner_dir)
     missing = [str(path) for path in [*datasets, *([args.trace] if args.trace else [])] if not path.is_file()]
     if missing:
         parser.error(f"no such file: {', '.join(missing)} (--kernel-tuner-dir names the folder of the two Kernel "
@@ -179,13 +202,8 @@ def main() -> int:
         args.strategies = list(trace.strategy.unique())
     if args.mode == "noisy":
         trace = judged_by_recorded_medians(trace, tasks)
-    optima, latencies, seconds = task_references(tasks)
-    budgets = tuple(b for b in BUDGETS if b <= args.budget)
-    summary = summarize(trace, optima, latencies, budgets=budgets, seconds_per_evaluation=seconds)
-    pipelined = summarize(reclock(trace, tasks, "pipelined", workers=args.workers), optima, latencies, budgets=budgets)
-    seconds_columns = [column for column in pipelined if column.startswith("seconds_to_")]
-    summary = summary.merge(pipelined[["strategy", "task", *seconds_columns]], on=["strategy", "task"],
-                            suffixes=("", CLOCK_SUFFIX["pipelined"]), validate="one_to_one")
+    budgets = budgets_up_to(args.budget)
+    summary = summary_on_both_clocks(trace, tasks, budgets, args.workers)
     write_text_atomically(args.out / "summary_by_task.csv", summary.to_csv(index=False))
     command = shlex.join(["python", *sys.argv])
     judged = ("" if args.mode == "deterministic" else " Each config is answered with a bootstrap median of its "
