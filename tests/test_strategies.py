@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -30,8 +30,9 @@ except ImportError:
 NEEDS_CMAES = pytest.mark.skipif(not HAS_CMAES, reason="optuna_cmaes needs the cmaes package, not installed")
 
 
+REPO = Path(__file__).resolve().parents[1]
 # The example of a strategy written outside tunebench (examples/), named by its import path as a user names theirs.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(REPO / "examples"))
 EXAMPLE = "iterated_local_search.IteratedLocalSearch"
 TESTED = (*STRATEGIES, EXAMPLE)
 
@@ -424,6 +425,16 @@ def test_a_quick_preset_is_its_strategy_with_helions_quick_settings_which_settin
     assert make_strategy("de_quick", conformance_space()).settings.population_size == 20
     with pytest.raises(ValueError, match="unknown setting 'copies' for strategy 'de'"):
         make_strategy("de_quick", conformance_space(), copies=3)
+
+
+@pytest.mark.parametrize("name, strategy", [("lfbo_start30", "lfbo"), ("pattern_start30", "pattern")])
+def test_a_start30_preset_is_the_full_search_from_the_start_its_held_out_choice_chose(name, strategy):
+    preset = make_strategy(name, conformance_space())
+    full = make_strategy(strategy, conformance_space())
+    assert type(preset) is type(full)
+    assert preset.settings == replace(full.settings, initial_population=30)
+    choice = REPO / "results" / "held_out_setting" / f"{strategy}_initial_population" / "summary.md"
+    assert "## The choice: initial_population=30\n" in choice.read_text()
 
 
 def test_unknown_setting_is_named_with_the_strategy_settings():
