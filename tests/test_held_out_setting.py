@@ -36,6 +36,14 @@ def test_a_tie_goes_to_the_higher_score_then_to_the_default_then_to_the_first_va
     assert choose(tied.assign(mean_score=0.5), default="p=30") == "p=10"
 
 
+def test_by_seconds_the_rule_ranks_by_pipelined_seconds_not_evaluations():
+    frame = summary([("p=0.05", "a", 40, 0.5), ("p=0.05", "b", 50, 0.5),
+                     ("p=0.1", "a", 60, 0.5), ("p=0.1", "b", 70, 0.5)])
+    frame["seconds_to_0.99_pipelined"] = [9.0, 11.0, 6.0, 7.0]
+    assert choose(frame, default="p=0.1") == "p=0.05"
+    assert choose(frame, default="p=0.05", by="seconds") == "p=0.1"
+
+
 def run(arguments: list[str], out: Path, monkeypatch) -> str:
     monkeypatch.setattr(sys, "argv", ["held_out_setting.py", *arguments, "--out", str(out)])
     assert held_out_setting.main() == 0
@@ -67,6 +75,7 @@ def test_a_tiny_choice_follows_the_rule_on_the_choice_tasks_alone(tmp_path, monk
     (["--values", "{20"], "'{20' is not JSON"),
     (["--strategy", "lbfo"], "unknown strategies ['lbfo']"),
     (["--seeds", "0"], "--seeds must be at least 1, got 0"),
+    (["--by", "score"], "argument --by: invalid choice: 'score'"),
     (["--kernel-tuner-dir", "nowhere"], "no such file: nowhere/convolution_A100.json.gz"),
 ])
 def test_bad_command_lines_are_refused_before_replaying(arguments, message, tmp_path, monkeypatch, capsys):
