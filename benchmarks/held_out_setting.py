@@ -48,10 +48,10 @@ def choose(summary: pd.DataFrame, default: str, by: str = "evals") -> str:
     with the lowest median over tasks of `by` to 0.99 (`CRITERIA`); a tie goes to the higher mean over tasks of the
     mean score, then to `default`, then to the first label in `summary`'s order."""
     grouped = summary.groupby("strategy", sort=False)
-    table = pd.DataFrame({"evals": grouped[CRITERIA[by][0]].median(), "score": grouped["mean_score"].mean()})
+    table = pd.DataFrame({"cost": grouped[CRITERIA[by][0]].median(), "score": grouped["mean_score"].mean()})
     table["not_default"] = table.index != default
     table["order"] = np.arange(len(table))
-    return str(table.sort_values(["evals", "score", "not_default", "order"],
+    return str(table.sort_values(["cost", "score", "not_default", "order"],
                                  ascending=[True, False, True, True]).index[0])
 
 
