@@ -36,12 +36,14 @@ def test_a_tie_goes_to_the_higher_score_then_to_the_default_then_to_the_first_va
     assert choose(tied.assign(mean_score=0.5), default="p=30") == "p=10"
 
 
-def test_by_seconds_the_rule_ranks_by_pipelined_seconds_not_evaluations():
+def test_by_seconds_or_expected_seconds_the_rule_ranks_by_those_not_by_evaluations():
     frame = summary([("p=0.05", "a", 40, 0.5), ("p=0.05", "b", 50, 0.5),
                      ("p=0.1", "a", 60, 0.5), ("p=0.1", "b", 70, 0.5)])
     frame["seconds_to_0.99_pipelined"] = [9.0, 11.0, 6.0, 7.0]
     assert choose(frame, default="p=0.1") == "p=0.05"
     assert choose(frame, default="p=0.05", by="seconds") == "p=0.1"
+    frame["ert_seconds_to_0.99_pipelined"] = [12.0, 13.0, 15.0, 20.0]  # p=0.1 more often stops short
+    assert choose(frame, default="p=0.1", by="expected_seconds") == "p=0.05"
 
 
 def run(arguments: list[str], out: Path, monkeypatch) -> str:

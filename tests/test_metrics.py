@@ -178,6 +178,12 @@ def test_median_with_ci():
     assert all(math.isnan(value) for value in metrics.median_with_ci([]))
 
 
+def test_expected_running_time_charges_the_runs_that_miss_and_is_inf_when_none_gets_there():
+    assert metrics.expected_running_time([10.0, np.nan, 30.0], [50.0, 40.0, 60.0]) == (10 + 40 + 30) / 2
+    assert metrics.expected_running_time([10.0, 20.0], [99.0, 99.0]) == 15.0  # no misses: the mean
+    assert metrics.expected_running_time([np.nan, np.nan], [5.0, 7.0]) == INF
+
+
 def _tiny_trace() -> pd.DataFrame:
     runs = {  # (strategy, seed): (latencies in evaluation order, seconds when each was known)
         ("a", 0): ([2.0, 1.0], [0.5, 1.5]),  # short trace: carried forward past evaluation 2
@@ -207,6 +213,8 @@ def test_summarize_on_a_tiny_trace():
     assert (a["evals_to_0.95"], a["evals_to_0.95_low"], a["evals_to_0.95_high"]) == (4, 2, INF)
     assert (a["seconds_to_0.95"], a["seconds_to_0.95_low"], a["seconds_to_0.95_high"]) == (4.0, 1.5, INF)
     assert a["success_0.95"] == pytest.approx(1 / 3)
+    # restarted until a run gets there: all runs' cost (seed 2 charged its 3 evaluations, 6 s) over the 2 that did
+    assert (a["ert_evals_to_0.95"], a["ert_seconds_to_0.95"]) == ((2 + 4 + 3) / 2, (1.5 + 4.0 + 6.0) / 2)
     # fractions after 1 evaluation: 1/2, 1/4, 0; after 3: 1 (carried), 1/2, 1/2
     assert (a["fraction_at_1"], a["fraction_at_3"]) == (0.25, 0.5)
     # baseline for k = 1, 2, 3 over [1, 2, 4, fail]: 1.75/4 = 7/16; pairs 4.25/6 = 17/24; triples 3.5/4 = 7/8.

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import strategy_comparison  # noqa: E402
-from strategy_comparison import seconds_by_clock  # noqa: E402
+from strategy_comparison import expected_seconds_with_restarts, seconds_by_clock  # noqa: E402
 GEMM = REPO / "results" / "datasets" / "matmul_bfloat16_h100.parquet"
 
 
@@ -79,6 +79,19 @@ def test_the_comparison_tabulates_seconds_on_both_clocks():
     assert table.loc["lfbo", "s to 0.99, pipelined clock [range]"] == "14.0 [8.0, 30.0]"
     assert table.loc["lfbo", "pipelined / sequential"] == "0.70"
     assert table.loc["tpe", "pipelined / sequential"] == "n/a"  # the median task never got there
+
+
+def test_the_comparison_tabulates_expected_seconds_with_restarts_on_both_clocks():
+    summary = pd.DataFrame({"strategy": ["lfbo"] * 3 + ["quick"] * 3, "task": ["a", "b", "c"] * 2,
+                            "ert_seconds_to_0.99": [10.0, 20.0, 30.0, 6.0, 9.0, float("inf")],
+                            "ert_seconds_to_0.99_pipelined": [8.0, 14.0, 30.0, 5.0, 7.0, float("inf")],
+                            "success_0.99": [1.0, 1.0, 0.9, 0.5, 0.8, 0.0]})
+    table = expected_seconds_with_restarts(summary).set_index("strategy")
+    assert list(table.columns) == ["tasks", "expected s to 0.99 with restarts, sequential clock [range]",
+                                   "expected s to 0.99 with restarts, pipelined clock [range]", "runs reaching 0.99"]
+    assert table.loc["lfbo", "expected s to 0.99 with restarts, pipelined clock [range]"] == "14.0 [8.0, 30.0]"
+    assert table.loc["quick", "expected s to 0.99 with restarts, sequential clock [range]"] == "9.0 [6.0, inf]"
+    assert (table.loc["lfbo", "runs reaching 0.99"], table.loc["quick", "runs reaching 0.99"]) == ("97%", "43%")
 
 
 @pytest.mark.parametrize("arguments, message", [

@@ -281,7 +281,8 @@ def summarize(trace: pd.DataFrame, optima: Mapping[str, float], latencies_by_tas
     Columns: `seeds`; `ci_coverage` (exact coverage of every interval in the row, below `confidence`
     when there are too few seeds); per target t, `evals_to_{t}` and `seconds_to_{t}` with `_low` and
     `_high` (order-statistic interval; inf when not reached, see `median_with_ci`) over the whole trace,
-    and `success_{t}`, the share of seeds reaching t within max(budgets) evaluations; per budget b,
+    and `success_{t}`, the share of seeds reaching t within max(budgets) evaluations, and `ert_evals_to_{t}` and
+    `ert_seconds_to_{t}`, the expected cost to reach t with restarts (`expected_running_time`); per budget b,
     `fraction_at_{b}`, the median fraction of optimum after b evaluations; `mean_score` with `_low` and
     `_high`, the score against random search averaged over k = 1..max(budgets). Given
     `seconds_per_evaluation` per task (`mean_seconds_per_evaluation`), also `mean_score_time` with
@@ -314,6 +315,7 @@ def summarize(trace: pd.DataFrame, optima: Mapping[str, float], latencies_by_tas
     fraction = fraction_of_optimum(best, optimum)
     rows = np.arange(len(frame))
     seeds = frame.loc[starts, keys].reset_index(drop=True)
+    seeds["run_evals"], seeds["run_seconds"] = eval_index[ends - 1], time_s[ends - 1]
 
     for target in targets:
         first = np.minimum.reduceat(np.where(fraction >= target, rows, len(frame)), starts)
@@ -353,10 +355,24 @@ def summarize(trace: pd.DataFrame, optima: Mapping[str, float], latencies_by_tas
             row[column], row[f"{column}_low"], row[f"{column}_high"] = _median_and_interval(ordered, low, high)
         for target in targets:
             row[f"success_{target:g}"] = success_rate(group[f"evals_to_{target:g}"], horizon)
+            for kind in ("evals", "seconds"):
+                row[f"ert_{kind}_to_{target:g}"] = expected_running_time(group[f"{kind}_to_{target:g}"],
+                                                                         group[f"run_{kind}"])
         for budget in budgets:
             row[f"fraction_at_{budget}"] = float(np.median(group[f"fraction_at_{budget}"]))
         summary.append(row)
     return pd.DataFrame(summary)
+
+
+def expected_running_time(to_target: ArrayLike, run_cost: ArrayLike) -> float:
+    """Expected cost to reach a target when runs that miss it are restarted with fresh seeds: COCO's average runtime
+    (aRT, earlier called the expected running time; Hansen, Auger, Brockhoff, Tusar and Tusar, "COCO: Performance
+    Assessment", arXiv:1605.03560, 2016). The cost of all runs, each charged `to_target` where it got there (not NaN)
+    and its whole `run_cost` where it did not, divided by the runs that got there; inf when none did."""
+    reached = np.asarray(to_target, dtype=float)
+    spent = np.where(np.isnan(reached), np.asarray(run_cost, dtype=float), reached)
+    hits = int(np.sum(~np.isnan(reached)))
+    return float(spent.sum() / hits) if hits else math.inf
 
 
 def _at_first(reached: np.ndarray, values: np.ndarray) -> float | np.ndarray:
