@@ -469,3 +469,13 @@ def test_protocol_misuse_raises():
 
 if __name__ == "__main__":
     print(json.dumps({name: [list(key) for key in trace] for name, trace in traces().items()}))
+
+
+def test_a_list_stands_for_a_tuple_setting_as_json_gives_it():
+    restarted = make_strategy("tunebench.search.warm_start.WarmStart", conformance_space(), inner="lfbo_start30",
+                              inner_settings=[["frac_selected", 0.05]], restart=True)
+    assert restarted.settings.inner_settings == (("frac_selected", 0.05),)
+    assert restarted.inner.settings.frac_selected == 0.05 and restarted.inner.settings.initial_population == 30
+    with pytest.raises(TypeError, match="setting 'inner_settings' of strategy 'tunebench.search.warm_start.WarmStart' "
+                                        "must be tuple, got 'frac_selected'"):
+        make_strategy("tunebench.search.warm_start.WarmStart", conformance_space(), inner_settings="frac_selected")

@@ -64,6 +64,8 @@ def make_strategy(name: str, space: Space, seed: int = 0, **settings: Any) -> St
                 f"{strategy.Settings.__name__} has: {', '.join(known) or 'none'}"
             )
         default = known[key].default
+        if isinstance(default, tuple) and isinstance(value, list):  # JSON, a study's --settings, has no tuples
+            value = settings[key] = _as_tuple(value)
         if default is not MISSING and not _same_kind(value, default):
             raise TypeError(f"setting {key!r} of strategy {name!r} must be {type(default).__name__}, got {value!r}")
     return strategy(space, seed, strategy.Settings(**settings))
@@ -106,6 +108,11 @@ def check_strategy_names(names: Sequence[str]) -> None:
     for name in names:
         if "." in name:
             strategy_class(name)
+
+
+def _as_tuple(value: list) -> tuple:
+    """A list, and the lists in it, as tuples."""
+    return tuple(_as_tuple(item) if isinstance(item, list) else item for item in value)
 
 
 def _same_kind(value: Any, default: Any) -> bool:
