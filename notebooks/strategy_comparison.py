@@ -108,7 +108,10 @@ plot_fraction_aggregated(trace, optima, latencies, seconds_per_evaluation, by_ke
 # H100 tasks, whose 14 or 15 compile workers make an evaluation cost 0.03 to 0.09 s), a strategy that waits for a
 # first batch of 80 to 100 configs (DE, PatternSearch, LFBO) scores far below 0 for that wait.
 #
-# Over all tasks: medians over tasks of the per-task medians over seeds (∞: not reached on half the tasks).
+# Over all tasks: medians over tasks of the per-task medians over seeds (∞: not reached on half the tasks). "Restarted
+# when it stops" is the expected seconds to the target if every run that stops short of it is followed by a fresh one,
+# its seconds charged (COCO's average runtime, `metrics.expected_running_time`); "runs reaching" is the share of all
+# runs that get there within the budget.
 
 # %%
 summary = summarize(trace, optima, latencies, budgets=sorted({b for b in (50, 100, budget) if b <= budget}),

@@ -311,6 +311,11 @@ def test_methodology_tables_show_medians_with_intervals_and_never_reached_as_inf
     assert seconds_table.loc[seconds_table["strategy"] == "alpha", "seconds to 0.99"].iloc[0] == "1.1 [1.1, 1.1]"
     overview = plots.overview_table(summary)
     assert overview["strategy"].tolist() == ["alpha", "beta"], "best mean score first"
+    beta = overview.set_index("strategy").loc["beta"]
+    # beta's median seed never gets there, but restarting its runs that stop short does, at a cost
+    assert (beta["s to 0.99"], beta["runs reaching 0.99"]) == ("∞", "47%")
+    expected = summary.loc[summary["strategy"] == "beta", "ert_seconds_to_0.99"].median()
+    assert beta["s to 0.99, restarted when it stops"] == f"{expected:.1f}" and math.isfinite(expected)
 
 
 def test_overview_per_kernel_is_the_overview_of_each_kernels_tasks() -> None:

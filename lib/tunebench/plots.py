@@ -816,10 +816,12 @@ def methodology_table(summary: pd.DataFrame, *, kind: str = "evals", tasks: Sequ
 
 
 def overview_table(summary: pd.DataFrame, by_kernel: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
-    """Per strategy, over tasks, as text: the median over tasks of the per-task medians (fraction of optimum at
-    each budget, evaluations to the highest target; ∞: not reached on half the tasks) and of the mean score
-    (over evaluations and, where summarized, over time), best mean score first. With `by_kernel` (kernel -> its
-    task names, as `study.tasks_by_kernel`), the same over each kernel's tasks alone, a block of rows per kernel."""
+    """Per strategy, over tasks, as text: the median over tasks of the per-task medians (fraction of optimum at each
+    budget, evaluations and seconds to the highest target; ∞: not reached on half the tasks), of the expected
+    seconds to it with restarts (`metrics.expected_running_time`), the share of runs that reach it, and the median
+    of the mean score (over evaluations and, where summarized, over time), best mean score first. With `by_kernel`
+    (kernel -> its task names, as `study.tasks_by_kernel`), the same over each kernel's tasks alone, a block of rows
+    per kernel."""
     if by_kernel is not None:
         _check_tasks(by_kernel, summary["task"])
         table = pd.concat([overview_table(summary[summary["task"].isin(names)]).assign(kernel=kernel)
@@ -833,6 +835,10 @@ def overview_table(summary: pd.DataFrame, by_kernel: Mapping[str, Sequence[str]]
     for budget in budgets:
         table[f"fraction at {budget}"] = grouped[f"fraction_at_{budget}"].median().map(lambda v: f"{v:.3f}")
     table[f"evals to {target}"] = grouped[f"evals_to_{target}"].median().map(lambda v: _number(v, 0))
+    table[f"s to {target}"] = grouped[f"seconds_to_{target}"].median().map(lambda v: _number(v, 1))
+    table[f"s to {target}, restarted when it stops"] = grouped[f"ert_seconds_to_{target}"].median().map(
+        lambda v: _number(v, 1))
+    table[f"runs reaching {target}"] = grouped[f"success_{target}"].mean().map(lambda v: f"{v:.0%}")
     score = grouped["mean_score"].median()
     table["mean score"] = score.map(lambda v: f"{v:.2f}")
     if "mean_score_time" in summary:
