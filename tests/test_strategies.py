@@ -437,6 +437,18 @@ def test_a_start30_preset_is_the_full_search_from_the_start_its_held_out_choice_
     assert "## The choice: initial_population=30\n" in choice.read_text()
 
 
+def test_lfbo_restarts_is_lfbo_start30_measuring_its_held_out_share_restarted_when_it_stops():
+    from tunebench.search.warm_start import WarmStart
+
+    preset = make_strategy("lfbo_restarts", conformance_space(), seed=2)
+    assert type(preset) is WarmStart and preset.settings.restart and preset.settings.restart_patience == 0
+    assert preset.inner.settings == replace(make_strategy("lfbo_start30", conformance_space()).settings,
+                                            frac_selected=0.05)
+    for criterion in ("seconds", "expected_seconds"):
+        choice = REPO / "results" / "held_out_setting" / f"lfbo_start30_frac_selected_by_{criterion}" / "summary.md"
+        assert "## The choice: frac_selected=0.05\n" in choice.read_text()
+
+
 def test_unknown_setting_is_named_with_the_strategy_settings():
     with pytest.raises(ValueError, match="unknown setting 'copiess'.*initial_population, copies, max_generations"):
         make_strategy("pattern", conformance_space(), copiess=3)

@@ -44,6 +44,10 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "de_quick": ("de", {"population_size": 20, "max_generations": 8}),
     "pattern_start30": ("pattern", {"initial_population": 30}),
     "lfbo_start30": ("lfbo", {"initial_population": 30}),
+    # lfbo_start30 measuring 5 % of its ranked candidates per copy and generation (chosen the same way, by seconds and
+    # by expected seconds with restarts), restarted by `WarmStart` each time it stops, until the budget ends.
+    "lfbo_restarts": ("tunebench.search.warm_start.WarmStart",
+                      {"inner": "lfbo_start30", "inner_settings": (("frac_selected", 0.05),), "restart": True}),
 }
 NAMES = (*STRATEGIES, *PRESETS)  # every name make_strategy builds
 
