@@ -437,13 +437,16 @@ def test_a_start30_preset_is_the_full_search_from_the_start_its_held_out_choice_
     assert "## The choice: initial_population=30\n" in choice.read_text()
 
 
-def test_lfbo_restarts_is_lfbo_start30_measuring_its_held_out_share_restarted_when_it_stops():
+def test_the_restarts_presets_restart_lfbo_start30_at_its_held_out_share_and_quick_lfbo():
     from tunebench.search.warm_start import WarmStart
 
     preset = make_strategy("lfbo_restarts", conformance_space(), seed=2)
     assert type(preset) is WarmStart and preset.settings.restart and preset.settings.restart_patience == 0
     assert preset.inner.settings == replace(make_strategy("lfbo_start30", conformance_space()).settings,
                                             frac_selected=0.05)
+    quick = make_strategy("lfbo_quick_restarts", conformance_space(), seed=2)
+    assert type(quick) is WarmStart and quick.settings.restart
+    assert quick.inner.settings == make_strategy("lfbo_quick", conformance_space()).settings
     for criterion in ("seconds", "expected_seconds"):
         choice = REPO / "results" / "held_out_setting" / f"lfbo_start30_frac_selected_by_{criterion}" / "summary.md"
         assert "## The choice: frac_selected=0.05\n" in choice.read_text()

@@ -48,6 +48,8 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     # by expected seconds with restarts), restarted by `WarmStart` each time it stops, until the budget ends.
     "lfbo_restarts": ("tunebench.search.warm_start.WarmStart",
                       {"inner": "lfbo_start30", "inner_settings": (("frac_selected", 0.05),), "restart": True}),
+    # Helion's quick LFBO, nothing tuned here, restarted the same way.
+    "lfbo_quick_restarts": ("tunebench.search.warm_start.WarmStart", {"inner": "lfbo_quick", "restart": True}),
 }
 NAMES = (*STRATEGIES, *PRESETS)  # every name make_strategy builds
 
