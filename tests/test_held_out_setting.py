@@ -52,7 +52,7 @@ def run(arguments: list[str], out: Path, monkeypatch) -> str:
     return (out / "summary.md").read_text()
 
 
-def test_a_tiny_choice_follows_the_rule_on_the_choice_tasks_alone(tmp_path, monkeypatch, capsys):
+def test_a_tiny_choice_follows_the_rule_on_the_choice_tasks_alone(tmp_path, monkeypatch):
     common = ["--strategy", "pattern", "--values", "10", "--seeds", "1", "--budget", "30", "--workers", "1",
               "--choose-on", "softmax"]
     text = run([*common, "--report-on", "layernorm"], tmp_path / "one", monkeypatch)
@@ -60,6 +60,7 @@ def test_a_tiny_choice_follows_the_rule_on_the_choice_tasks_alone(tmp_path, monk
     assert set(by_task.strategy) == {"initial_population=10", "initial_population=100"}, "the default is added"
     softmax = by_task[by_task.task.str.startswith("softmax")]
     chosen = choose(softmax, default="initial_population=100")
+    assert choose(by_task, default="initial_population=100") != chosen, "here the report tasks would sway a choice"
     assert f"## The choice: {chosen}" in text
     assert "## Reported on the 9 tasks of layernorm" in text
     assert re.search(r"\| initial_population=100 \((chosen, the )?default\) \| 9 \|", text)
