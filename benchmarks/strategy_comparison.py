@@ -5,7 +5,8 @@ Tuner caches, and write the comparison tables, over all tasks and per kernel, un
 Run: `.venv/bin/python benchmarks/strategy_comparison.py` (resumable: rerun after a kill to continue; runs that
 the trace table there already holds are not replayed again). `--mode noisy` answers each config with a seeded bootstrap
 median of its recorded repeats and judges each run by the recorded median of the config it would deploy
-(`study.judged_by_recorded_medians`); its default folder is results/strategy_comparison_noisy/.
+(`study.judged_by_recorded_medians`); its default folder is results/strategy_comparison_noisy/. `--datasets` replays
+other recorded datasets' tasks instead (results/strategy_comparison_tma/: the TMA GEMM's H200 sweeps).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ RECORDED_DATASETS = tuple(REPO / "results" / "datasets" / f"{kernel}_bfloat16_h1
                           for kernel in ("matmul", "layernorm", "softmax"))
 KERNEL_TUNER_CACHES = ("convolution_A100.json.gz", "convolution_A4000.json.gz")
 BUDGETS = (50, 100, 200, 400)
+# LFBO pattern search beside the pattern search it prunes, at each shared setting (Helion's full and quick efforts)
+END_PAIRS = (("lfbo", "pattern"), ("lfbo_quick", "pattern_quick"), ("lfbo_start30", "pattern_start30"))
 CONFIDENCE = 0.95
 # The suffix of summary_by_task.csv's seconds columns on each replay clock: the study replays on the sequential clock,
 # and its trace is re-clocked on the pipelined one (the configs asked under an evaluation budget do not depend on it).
@@ -149,15 +152,58 @@ def lfbo_vs_pattern(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def how_searches_end(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy, over the summary's tasks: how long a run lasts and what it ends with, as an autotuner that stops
+    by itself is judged (Helion's measure: its autotuning time and the latency it ends with). A task's figures are
+    medians over its seeds; the seconds are the pipelined clock's."""
+    rows = []
+    confidence, bracket = interval_over_tasks(summary["task"].nunique())
+    for strategy, group in summary.groupby("strategy", sort=False):
+        median, low, high = median_with_ci(group[f"run_seconds{CLOCK_SUFFIX['pipelined']}"].to_numpy(), confidence)
+        rows.append({"strategy": strategy, "tasks": len(group),
+                     "runs ending on their own": f"{group['ended_on_its_own'].mean():.0%}",
+                     "evaluations at the end (median over tasks)": f"{group['run_evals'].median():.0f}",
+                     f"pipelined s at the end [{bracket}]": f"{median:.1f} [{low:.1f}, {high:.1f}]",
+                     "fraction of optimum at the end (median over tasks)": f"{group['final_fraction'].median():.3f}",
+                     "runs ending at >= 0.99": f"{group['success_0.99'].mean():.0%}"})
+    return pd.DataFrame(rows)
+
+
+def ends_side_by_side(summary: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """Per pair (A, B) of strategies both in the summary, task by task: A's pipelined seconds at the end over B's, and
+    A's final latency over B's (B's final fraction of optimum over A's; below 1: A ends on the faster config); the
+    median and geometric mean over tasks, and on how many tasks A ends sooner and on a config at least as fast."""
+    index = summary.set_index(["strategy", "task"])
+    rows = []
+    for a, b in pairs:
+        if not {a, b} <= set(summary["strategy"]):
+            continue
+        first, second = index.loc[a], index.loc[b].loc[index.loc[a].index]
+        seconds = f"run_seconds{CLOCK_SUFFIX['pipelined']}"
+        time_ratio = (first[seconds] / second[seconds]).to_numpy()
+        latency_ratio = (second["final_fraction"] / first["final_fraction"]).to_numpy()
+        rows.append({"A / B": f"{a} / {b}", "tasks": len(first),
+                     "runs ending on their own (A, B)": f"{first['ended_on_its_own'].mean():.0%}, "
+                                                        f"{second['ended_on_its_own'].mean():.0%}",
+                     "time at the end, median [geometric mean]": f"{np.median(time_ratio):.3f} "
+                                                                 f"[{np.exp(np.log(time_ratio).mean()):.3f}]",
+                     "final latency, median [geometric mean]": f"{np.median(latency_ratio):.3f} "
+                                                               f"[{np.exp(np.log(latency_ratio).mean()):.3f}]",
+                     "tasks where A ends sooner": int((time_ratio < 1).sum()),
+                     "tasks where A ends at least as fast": int((latency_ratio <= 1).sum())})
+    return pd.DataFrame(rows)
+
+
 def summary_on_both_clocks(trace: pd.DataFrame, tasks: Sequence[Task], budgets: tuple[int, ...],
                            workers: int) -> pd.DataFrame:
     """`metrics.summarize` of a study's trace, one row per (strategy, task), with the seconds columns (to a target,
     and expected with restarts) of the trace re-clocked on the pipelined clock beside the sequential ones (suffix
-    `CLOCK_SUFFIX["pipelined"]`)."""
+    `CLOCK_SUFFIX["pipelined"]`), and the seconds at a run's end likewise."""
     optima, latencies, seconds = task_references(tasks)
     summary = summarize(trace, optima, latencies, budgets=budgets, seconds_per_evaluation=seconds)
     pipelined = summarize(reclock(trace, tasks, "pipelined", workers=workers), optima, latencies, budgets=budgets)
-    seconds_columns = [column for column in pipelined if column.startswith(("seconds_to_", "ert_seconds_to_"))]
+    seconds_columns = [column for column in pipelined
+                       if column.startswith(("seconds_to_", "ert_seconds_to_")) or column == "run_seconds"]
     return summary.merge(pipelined[["strategy", "task", *seconds_columns]], on=["strategy", "task"],
                          suffixes=("", CLOCK_SUFFIX["pipelined"]), validate="one_to_one")
 
@@ -185,6 +231,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="default: results/strategy_comparison/ (--mode noisy: results/strategy_comparison_noisy/)")
     parser.add_argument("--kernel-tuner-dir", type=Path, default=KERNEL_TUNER, help="where the two caches are")
+    parser.add_argument("--datasets", type=Path, nargs="+", default=None,
+                        help="replay these recorded datasets' tasks instead (sweeps or Kernel Tuner caches), e.g. the "
+                             "TMA GEMM's; give the study its own --out")
     parser.add_argument("--trace", type=Path, default=None,
                         help="summarize this finished study's trace instead of running one (e.g. one run elsewhere)")
     parser.add_argument("--settings", type=json_value, default={},
@@ -200,7 +249,9 @@ def main() -> int:
     for option, value in (("--seeds", args.seeds), ("--budget", args.budget), ("--workers", args.workers)):
         if value < 1:
             parser.error(f"{option} must be at least 1, got {value}")
-    datasets = comparison_datasets(args.kernel_tuner_dir)
+    if args.datasets and args.out is None:
+        parser.error("--datasets replays other tasks: give the study its own --out")
+    datasets = args.datasets or comparison_datasets(args.kernel_tuner_dir)
     missing = [str(path) for path in [*datasets, *([args.trace] if args.trace else [])] if not path.is_file()]
     if missing:
         parser.error(f"no such file: {', '.join(missing)} (--kernel-tuner-dir names the folder of the two Kernel "
@@ -233,9 +284,10 @@ def main() -> int:
     parts = [f"# Strategy comparison (replay)\n\nCommand: `{command}`\n\n{len(tasks)} tasks, {args.seeds} seeds, "
              f"budget {args.budget} unique evaluations, {args.mode} replay.{judged}{changed}",
              "## Over all tasks", markdown_table(headline(summary, trace, budgets)),
-             "## Per kernel\n\nThe same table over one kernel's tasks: the GEMM is compute-bound, layer norm and "
-             "softmax are memory-bound, the Kernel Tuner convolution is one shape on two GPUs (with so few tasks the "
-             "bracket is their range, not a 95 % CI)."]
+             "## Per kernel\n\nThe same table over one kernel's tasks" + (
+                 " (with 5 tasks or fewer the bracket is their range, not a 95 % CI)." if args.datasets else
+                 ": the GEMM is compute-bound, layer norm and softmax are memory-bound, the Kernel Tuner convolution "
+                 "is one shape on two GPUs (with so few tasks the bracket is their range, not a 95 % CI).")]
     for kernel, names in tasks_by_kernel(tasks).items():
         table = headline(summary[summary["task"].isin(names)], trace[trace["task"].isin(names)], budgets)
         parts += [f"### {kernel}", markdown_table(table)]
@@ -256,6 +308,16 @@ def main() -> int:
               "for it. Over all tasks, then per kernel.", markdown_table(expected_seconds_with_restarts(summary))]
     for kernel, names in tasks_by_kernel(tasks).items():
         parts += [f"### {kernel}", markdown_table(expected_seconds_with_restarts(summary[summary["task"].isin(names)]))]
+    parts += ["## How the searches end",
+              "An autotuner that stops by itself is judged by how long it ran and what it ended with (Helion reports "
+              "its LFBO pattern search against its pattern search so: autotuning time and kernel latency). Per "
+              "strategy: the share of runs that ended before the budget on their own (the others were cut by it, so "
+              "their figures are the budget's), and, medians over seeds per task, then over tasks, the evaluations "
+              "and pipelined seconds at a run's end and the fraction of optimum it ended with.",
+              markdown_table(how_searches_end(summary)),
+              "Side by side, task by task (the same seeds draw the same random start for both): A's seconds at the "
+              "end over B's, and A's final latency over B's (below 1: A ends on the faster config).",
+              markdown_table(ends_side_by_side(summary, END_PAIRS))]
     if {"lfbo", "pattern"} <= set(args.strategies):
         parts += ["## LFBO vs PatternSearch, median over seeds to reach 0.99 of optimum (inf: not reached by the "
                   "median seed within the budget)", markdown_table(lfbo_vs_pattern(summary))]

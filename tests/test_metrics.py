@@ -229,6 +229,11 @@ def test_summarize_on_a_tiny_trace():
     assert (b["evals_to_0.95"], b["seconds_to_0.95"], b["success_0.95"], b["ci_coverage"]) == (1, 0.5, 1.0, 0.0)
     assert (b["fraction_at_1"], b["fraction_at_3"], b["mean_score"]) == (1.0, 1.0, 1.0)
     assert b["mean_score_time"] == pytest.approx(11 / 12)
+    # how the runs end: lengths 2, 4, 3 evaluations (1.5, 4, 6 s), ending at 1, 1, 1/2 of optimum; only seed 0 ended
+    # before the largest budget (3) on its own
+    assert (a["run_evals"], a["run_seconds"], a["final_fraction"]) == (3, 4.0, 1.0)
+    assert a["ended_on_its_own"] == pytest.approx(1 / 3)
+    assert (b["run_evals"], b["run_seconds"], b["final_fraction"], b["ended_on_its_own"]) == (1, 0.5, 1.0, 1.0)
 
 
 def test_summarize_columns_and_missing_inputs():

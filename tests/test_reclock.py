@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import strategy_comparison  # noqa: E402
-from strategy_comparison import expected_seconds_with_restarts, seconds_by_clock  # noqa: E402
+from strategy_comparison import (  # noqa: E402
+    ends_side_by_side, expected_seconds_with_restarts, how_searches_end, seconds_by_clock)
 GEMM = REPO / "results" / "datasets" / "matmul_bfloat16_h100.parquet"
 
 
@@ -94,6 +95,44 @@ def test_the_comparison_tabulates_expected_seconds_with_restarts_on_both_clocks(
     assert (table.loc["lfbo", "runs reaching 0.99"], table.loc["quick", "runs reaching 0.99"]) == ("97%", "43%")
 
 
+def _ends() -> pd.DataFrame:
+    """A summary's end columns: LFBO runs longer than pattern search on tasks a and b and ends on a faster config on
+    b; random runs to the budget."""
+    return pd.DataFrame({"strategy": ["lfbo"] * 3 + ["pattern"] * 3 + ["random"] * 3, "task": ["a", "b", "c"] * 3,
+                         "ended_on_its_own": [1.0, 1.0, 1.0, 1.0, 0.9, 1.0, 0.0, 0.0, 0.0],
+                         "run_evals": [200.0, 260.0, 300.0, 150.0, 200.0, 400.0, 400.0, 400.0, 400.0],
+                         "run_seconds_pipelined": [12.0, 10.0, 6.0, 8.0, 5.0, 6.0, 30.0, 31.0, 32.0],
+                         "final_fraction": [1.0, 1.0, 0.99, 1.0, 0.9, 0.99, 0.95, 0.97, 0.99],
+                         "success_0.99": [1.0, 1.0, 0.5, 1.0, 0.2, 0.5, 0.0, 0.1, 0.5]})
+
+
+def test_the_comparison_tabulates_how_the_searches_end():
+    table = how_searches_end(_ends()).set_index("strategy")
+    assert table.loc["lfbo", "runs ending on their own"] == "100%"
+    assert table.loc["pattern", "runs ending on their own"] == "97%"
+    assert table.loc["random", "runs ending on their own"] == "0%"
+    assert table.loc["lfbo", "evaluations at the end (median over tasks)"] == "260"
+    assert table.loc["lfbo", "pipelined s at the end [range]"] == "10.0 [6.0, 12.0]"
+    assert table.loc["pattern", "fraction of optimum at the end (median over tasks)"] == "0.990"
+    assert table.loc["lfbo", "runs ending at >= 0.99"] == "83%"
+
+
+def test_the_comparison_sets_the_ends_side_by_side_task_by_task():
+    table = ends_side_by_side(_ends(), [("lfbo", "pattern"), ("lfbo", "tpe")])
+    assert len(table) == 1, "a pair with a strategy the summary lacks is left out"
+    row = table.iloc[0]
+    # time ratios 1.5, 2.0, 1.0; latency ratios (pattern's fraction over LFBO's) 1.0, 0.9, 1.0
+    assert row["A / B"] == "lfbo / pattern" and row["runs ending on their own (A, B)"] == "100%, 97%"
+    assert row["time at the end, median [geometric mean]"] == f"1.500 [{3 ** (1 / 3):.3f}]"
+    assert row["final latency, median [geometric mean]"] == f"1.000 [{0.9 ** (1 / 3):.3f}]"
+    assert (row["tasks where A ends sooner"], row["tasks where A ends at least as fast"]) == (0, 3)
+
+
+def test_other_datasets_need_a_study_folder_of_their_own(monkeypatch, capsys):
+    argv = ["strategy_comparison.py", "--datasets", "results/datasets/matmul_bfloat16_h100.parquet"]
+    assert "give the study its own --out" in refusal(strategy_comparison.main, argv, monkeypatch, capsys)
+
+
 @pytest.mark.parametrize("arguments, message", [
     (["--strategies", "lfbo", "tpe"], "unknown strategies ['tpe']; known: random, "),
     (["--seeds", "0"], "--seeds must be at least 1, got 0"),
@@ -101,6 +140,7 @@ def test_the_comparison_tabulates_expected_seconds_with_restarts_on_both_clocks(
     (["--workers", "0"], "--workers must be at least 1, got 0"),
     (["--kernel-tuner-dir", "nowhere"], "no such file: nowhere/convolution_A100.json.gz"),
     (["--trace", "no_trace.parquet"], "no such file: no_trace.parquet"),
+    (["--datasets", "nowhere.parquet"], "no such file: nowhere.parquet"),
     (["--settings", '{"lfbo": {"initial_pop": 20}}'], "unknown setting 'initial_pop' for strategy 'lfbo'"),
     (["--settings", '{"lfbo": {"initial_population": "20"}}'], "'initial_population' of strategy 'lfbo' must be int"),
     (["--strategies", "lfbo", "--settings", '{"pattern": {}}'], "names strategies ['pattern'] that --strategies does "

@@ -284,7 +284,10 @@ def summarize(trace: pd.DataFrame, optima: Mapping[str, float], latencies_by_tas
     and `success_{t}`, the share of seeds reaching t within max(budgets) evaluations, and `ert_evals_to_{t}` and
     `ert_seconds_to_{t}`, the expected cost to reach t with restarts (`expected_running_time`); per budget b,
     `fraction_at_{b}`, the median fraction of optimum after b evaluations; `mean_score` with `_low` and
-    `_high`, the score against random search averaged over k = 1..max(budgets). Given
+    `_high`, the score against random search averaged over k = 1..max(budgets); how a run ends, medians over seeds:
+    `run_evals` and `run_seconds` (its length: unique evaluations, and seconds at its last one) and `final_fraction`
+    (the fraction of optimum it ends with), and `ended_on_its_own`, the share of seeds whose run ended before
+    max(budgets) evaluations (the strategy stopped, or the space ran out: an autotuner's own length). Given
     `seconds_per_evaluation` per task (`mean_seconds_per_evaluation`), also `mean_score_time` with
     `_low` and `_high`: averaged over a uniform grid of `time_grid_points` times up to the time random
     search needs for max(budgets) evaluations. A seed whose trace is shorter than a budget (exhausted
@@ -316,6 +319,7 @@ def summarize(trace: pd.DataFrame, optima: Mapping[str, float], latencies_by_tas
     rows = np.arange(len(frame))
     seeds = frame.loc[starts, keys].reset_index(drop=True)
     seeds["run_evals"], seeds["run_seconds"] = eval_index[ends - 1], time_s[ends - 1]
+    seeds["final_fraction"] = fraction[ends - 1]
 
     for target in targets:
         first = np.minimum.reduceat(np.where(fraction >= target, rows, len(frame)), starts)
@@ -360,6 +364,9 @@ def summarize(trace: pd.DataFrame, optima: Mapping[str, float], latencies_by_tas
                                                                          group[f"run_{kind}"])
         for budget in budgets:
             row[f"fraction_at_{budget}"] = float(np.median(group[f"fraction_at_{budget}"]))
+        for column in ("run_evals", "run_seconds", "final_fraction"):
+            row[column] = float(np.median(group[column]))
+        row["ended_on_its_own"] = float(np.mean(group["run_evals"] < horizon))
         summary.append(row)
     return pd.DataFrame(summary)
 
