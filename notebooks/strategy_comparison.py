@@ -24,7 +24,8 @@
 # %%
 from tunebench.dataset_summary import provenance_line
 from tunebench.plots import (StudyPlan, methodology_table, overhead_table, overview_table, plot_failure_share,
-                             plot_fraction_aggregated, plot_fraction_per_task, table_style)
+                             plot_fraction_aggregated, plot_fraction_per_task, plot_search_ends, search_ends,
+                             table_style)
 from tunebench.metrics import summarize
 from tunebench.report import set_style, show_run_header
 from tunebench.study import open_dataset, task_references, tasks_by_kernel
@@ -133,6 +134,22 @@ table_style(methodology_table(summary, kind="evals", tasks=[task.name for task i
 
 # %%
 table_style(methodology_table(summary, kind="seconds", tasks=[task.name for task in tasks], strategies=strategies))
+
+# %% [markdown]
+# ## How long a search runs, and what it ends with
+# An autotuner that stops by itself is judged by its own length and by what it ends with, as Helion judges its LFBO
+# pattern search against its pattern search (autotuning time and the final kernel's latency). Strategies that never
+# stop (random, Optuna's samplers, the restarted presets) run to the budget, which then sets their length (hollow).
+# Seconds are divided by each task's mean seconds per evaluation, as in "Over all tasks". docs/strategies.md, "How
+# long a search runs", has the full study's figures.
+
+# %%
+plot_search_ends(summary, seconds_per_evaluation);
+
+# %%
+table_style(search_ends(summary, seconds_per_evaluation),
+            {"ended on its own": "{:.0%}", "evaluations at the end": "{:.0f}",
+             "seconds at the end, in evaluations": "{:.0f}", "runs ending at >= 0.99": "{:.0%}"})
 
 # %% [markdown]
 # ## Failures

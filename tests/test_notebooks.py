@@ -79,9 +79,11 @@ def test_strategy_comparison_writes_its_study_and_renders_traces_and_tables(tiny
     trace = pd.read_parquet(trace_path)
     assert set(trace["strategy"]) == {"random", "pattern"} and trace["task"].nunique() == 3
     assert trace.groupby(["strategy", "task", "seed"])["eval_index"].max().eq(20).all()
-    # per task vs evaluations, per task vs seconds, aggregated, aggregated per kernel, failure shares
-    assert len(FIGURE.findall(text)) == 5
-    assert len(DATA_TABLE.findall(text)) == 5, "overview, per kernel, per-task evaluations, per-task seconds, overhead"
+    # per task vs evaluations, per task vs seconds, aggregated, aggregated per kernel, how searches end, failure shares
+    assert len(FIGURE.findall(text)) == 6
+    assert len(DATA_TABLE.findall(text)) == 6, ("overview, per kernel, per-task evaluations, per-task seconds, how "
+                                                "searches end, overhead")
+    assert "How long a search runs, and what it ends with" in text
     assert "12 runs (2 strategies × 3 tasks × 2 seeds)" in text
     assert ">softmax</td>" in text and ">matmul</td>" in text, "the per-kernel table names each kernel"
     assert "NVIDIA A100-PCIE-40GB" in text and "NVIDIA H100 80GB HBM3" in text, "provenance of each dataset"

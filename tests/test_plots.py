@@ -337,6 +337,31 @@ def test_overhead_table_is_cpu_time_per_ask() -> None:
     assert table.loc["alpha", "share of simulated time"] == pytest.approx(0.12 / 13.2)
 
 
+def _ends_summary() -> pd.DataFrame:
+    """Two tasks, one ten times dearer per evaluation; `stops` ends on its own, `budget` runs to the budget."""
+    return pd.DataFrame({"strategy": ["stops", "stops", "budget", "budget"], "task": ["cheap", "dear"] * 2,
+                         "ended_on_its_own": [1.0, 0.8, 0.0, 0.0], "run_evals": [100.0, 300.0, 400.0, 400.0],
+                         "run_seconds": [2.0, 40.0, 4.0, 50.0], "success_0.99": [1.0, 0.5, 0.2, 0.4]})
+
+
+def test_search_ends_are_medians_over_tasks_with_seconds_in_evaluations() -> None:
+    table = plots.search_ends(_ends_summary(), {"cheap": 0.01, "dear": 0.1}).set_index("strategy")
+    assert table.loc["stops"].tolist() == pytest.approx([0.9, 200.0, 300.0, 0.75])  # 200 and 400 evaluations' worth
+    assert table.loc["budget"].tolist() == pytest.approx([0.0, 400.0, 450.0, 0.3])
+    with pytest.raises(ValueError, match=r"seconds_per_evaluation lacks tasks \['dear'\]"):
+        plots.search_ends(_ends_summary(), {"cheap": 0.01})
+
+
+def test_search_ends_plot_fills_the_strategies_that_stop_on_their_own() -> None:
+    figure = plots.plot_search_ends(_ends_summary(), {"cheap": 0.01, "dear": 0.1})
+    for ax in figure.axes:
+        filled = [len(collection.get_facecolors()) and collection.get_facecolors()[0][3] > 0
+                  for collection in ax.collections]
+        assert filled == [True, False], "stops (ended on its own) filled, budget (cut by it) hollow"
+        assert {text.get_text() for text in ax.texts} >= {"stops", "budget"}
+    plt.close(figure)
+
+
 # -- the study two notebooks share --------------------------------------------------------------------------------
 
 def test_spread_shapes_takes_first_last_and_evenly_between() -> None:

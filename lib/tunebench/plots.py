@@ -515,6 +515,51 @@ def plot_failure_share(trace: pd.DataFrame, latencies: Mapping[str, np.ndarray] 
     return figure
 
 
+def search_ends(summary: pd.DataFrame, seconds_per_evaluation: Mapping[str, float], target: float = 0.99
+                ) -> pd.DataFrame:
+    """Per strategy, over the summary's tasks (`metrics.summarize`'s rows): how its runs end. The share that ended on
+    their own before the budget; medians over tasks of the evaluations at a run's end and of its seconds there in
+    evaluations' worth (over the task's seconds per evaluation: the tasks differ a hundredfold in what one costs); the
+    share of runs ending at or above `target` of optimum."""
+    lacking = sorted(set(summary["task"]) - set(seconds_per_evaluation))
+    if lacking:
+        raise ValueError(f"seconds_per_evaluation lacks tasks {lacking}")
+    frame = summary.assign(run_cost=summary["run_seconds"] / summary["task"].map(seconds_per_evaluation))
+    grouped = frame.groupby("strategy", sort=False)
+    return pd.DataFrame({"ended on its own": grouped["ended_on_its_own"].mean(),
+                         "evaluations at the end": grouped["run_evals"].median(),
+                         "seconds at the end, in evaluations": grouped["run_cost"].median(),
+                         f"runs ending at >= {target:g}": grouped[f"success_{target:g}"].mean()}).reset_index()
+
+
+def plot_search_ends(summary: pd.DataFrame, seconds_per_evaluation: Mapping[str, float], target: float = 0.99
+                     ) -> Figure:
+    """How long each strategy's runs last and how often they end at `target` of optimum (`search_ends`), against
+    evaluations and against seconds in evaluations' worth. Filled: most runs stopped on their own, an autotuner's
+    own length; hollow: most were cut by the budget, which then sets their length."""
+    table = search_ends(summary, seconds_per_evaluation, target)
+    colors = strategy_colors(list(table["strategy"]))
+    figure, axes = plt.subplots(1, 2, figsize=(2 * PANEL_WIDTH + 1.5, PANEL_HEIGHT + 0.6), sharey=True,
+                                layout="constrained")
+    success = table[f"runs ending at >= {target:g}"].to_numpy()
+    own = table["ended on its own"].to_numpy() >= 0.5
+    for ax, column in zip(axes, ("evaluations at the end", "seconds at the end, in evaluations")):
+        for strategy, x, y, filled in zip(table["strategy"], table[column], success, own):
+            ax.scatter(x, y, s=60, color=colors[strategy], facecolors=colors[strategy] if filled else "none",
+                       linewidths=1.6)
+        _label_points(ax, table[column].to_numpy(), success, list(table["strategy"]))
+        ax.set_xlabel(f"{column} (median over tasks)")
+        ax.set_xscale("log")
+        ax.set_xlim(table[column].min() / 1.3, table[column].max() * 2.2)  # room for the labels on the right
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    axes[0].yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    axes[0].set_ylabel(f"runs ending at >= {target:g} of optimum")
+    figure.suptitle("How long a search runs, and how often it ends near the optimum\n"
+                    "filled: most runs stopped on their own; hollow: most were cut by the budget")
+    return figure
+
+
 # -- search-space views --------------------------------------------------------------------------------------------
 
 def _new_axes(ax: Axes | None, rows: int) -> Axes:
