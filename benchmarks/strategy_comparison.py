@@ -174,12 +174,13 @@ def ends_side_by_side(summary: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -
     A's final latency over B's (B's final fraction of optimum over A's; below 1: A ends on the faster config); the
     median and geometric mean over tasks, and on how many tasks A ends sooner and on a config at least as fast."""
     index = summary.set_index(["strategy", "task"])
+    seconds = f"run_seconds{CLOCK_SUFFIX['pipelined']}"
     rows = []
     for a, b in pairs:
         if not {a, b} <= set(summary["strategy"]):
             continue
-        first, second = index.loc[a], index.loc[b].loc[index.loc[a].index]
-        seconds = f"run_seconds{CLOCK_SUFFIX['pipelined']}"
+        first = index.loc[a]
+        second = index.loc[b].loc[first.index]
         time_ratio = (first[seconds] / second[seconds]).to_numpy()
         latency_ratio = (second["final_fraction"] / first["final_fraction"]).to_numpy()
         rows.append({"A / B": f"{a} / {b}", "tasks": len(first),
