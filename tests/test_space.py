@@ -216,6 +216,25 @@ def test_perturbed_configs_are_valid_and_within_radius(space, data):
 
 
 @PROPERTY_SETTINGS
+@given(spaces(), st.data())
+def test_perturbed_keys_are_successive_perturb_calls(space, data):
+    valid = brute_force(space)
+    if not valid:
+        return
+    config = data.draw(st.sampled_from(valid))
+    radius = data.draw(st.one_of(st.integers(0, 3),
+                                 st.dictionaries(st.sampled_from(space.names), st.integers(0, 3))))
+    max_changes = data.draw(st.one_of(st.none(), st.integers(0, 4)))
+    count = data.draw(st.integers(0, 12))
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    one_by_one, batched = np.random.default_rng(seed), np.random.default_rng(seed)
+
+    expected = [space.key(space.perturb(config, one_by_one, radius, max_changes=max_changes)) for _ in range(count)]
+
+    assert space.perturbed_keys(config, batched, count, radius, max_changes=max_changes) == expected
+    assert batched.integers(2**32) == one_by_one.integers(2**32)  # both streams drew the same numbers
+
+@PROPERTY_SETTINGS
 @given(spaces())
 def test_encode_decode_round_trip(space):
     configs = product_configs(space)
@@ -442,6 +461,8 @@ def test_perturb_radius_mapping_moves_only_named_parameters():
         space.perturb(config, rng, {"stages": 1})
     singles = [space.perturb(config, rng, 2, max_changes=1) for _ in range(50)]
     assert all(sum(c[n] != config[n] for n in space.names) == 1 for c in singles)
+    with pytest.raises(ConfigError, match=r"count -1 is not allowed; allowed: an int >= 0"):
+        space.perturbed_keys(config, rng, -1)
 
 
 def test_restrict_keeps_only_recorded_valid_configs():

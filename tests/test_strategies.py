@@ -12,12 +12,14 @@ import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import pytest
+from sklearn.ensemble import RandomForestClassifier
 
 from tunebench.measure.result import Result, Status
 from tunebench.search import STRATEGIES, Strategy, check_strategy_names, make_strategy
 from tunebench.search.base import StrategySettings
-from tunebench.search.lfbo import LFBOPatternSearch, training_set
+from tunebench.search.lfbo import LFBOPatternSearch, forest_scores, training_set
 from tunebench.space import Choice, Constraint, Flag, IntRange, Ordinal, PowerOfTwo, Space
 
 try:
@@ -289,6 +291,21 @@ def rugged_latency(config: dict) -> Result:
     if noise > 0.9:
         return Result(config, Status.OUT_OF_RESOURCES)
     return Result(config, Status.OK, latency_ms=1.0 + noise)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lfbo_forest_scores_equal_sklearns_to_the_last_bit(seed):
+    rng = np.random.default_rng(seed)
+    features = rng.integers(0, 5, size=(120, 7)).astype(float)
+    labels = (features[:, 0] + rng.random(120) < 1.5).astype(int)
+    forest = RandomForestClassifier(n_estimators=30, criterion="log_loss", random_state=seed, n_jobs=1)
+    forest.fit(features, labels, sample_weight=rng.random(120) + 0.5)
+    candidates = rng.integers(0, 5, size=(200, 7)).astype(float)
+
+    probability, leaves = forest_scores(forest, candidates)
+
+    assert np.array_equal(probability, forest.predict_proba(candidates)[:, 1])
+    assert np.array_equal(leaves, forest.apply(candidates))
 
 
 def test_lfbo_copy_never_moves_to_a_worse_point():

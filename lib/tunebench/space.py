@@ -549,13 +549,23 @@ class Space:
         (default: all) randomly chosen parameters each move within their radius. A mapping of radii
         leaves parameters it omits, and those with radius 0, unchanged. After PERTURB_ATTEMPTS invalid
         tries, a random valid single-step neighbour; failing that, a copy of `config`."""
+        return self._to_config(self.perturbed_keys(config, rng, 1, radius, max_changes=max_changes)[0])
+
+    def perturbed_keys(self, config: Config, rng: np.random.Generator, count: int,
+                       radius: int | Mapping[str, int] = 1, *, max_changes: int | None = None) -> list[Key]:
+        """The keys of `count` successive `perturb` calls with the same arguments (the same draws from `rng`, the
+        same keys), with `config`, the radii and `max_changes` checked once rather than on every move."""
         key = self.key(config)
         radii = self._radii(radius)
         movable = [position for position, parameter in enumerate(self.parameters)
                    if radii[position] > 0 and parameter._size > 1]
         limit = len(movable) if max_changes is None else min(_require_count(max_changes), len(movable))
+        return [self._perturbed_key(key, rng, radii, movable, limit) for _ in range(_require_count(count))]
+
+    def _perturbed_key(self, key: Key, rng: np.random.Generator, radii: list[int], movable: list[int],
+                       limit: int) -> Key:
         if limit == 0:
-            return self._to_config(key)
+            return key
         for _ in range(PERTURB_ATTEMPTS):
             count = int(rng.integers(1, limit + 1))
             candidate = list(key)
@@ -564,11 +574,11 @@ class Space:
             # Every chosen parameter has another value in reach, so `moved` differs from `key`.
             moved = tuple(candidate)
             if self._is_valid_key(moved):
-                return self._to_config(moved)
+                return moved
         fallback = self._single_steps(key, movable)
         if fallback:
-            return self._to_config(fallback[int(rng.integers(len(fallback)))])
-        return self._to_config(key)
+            return fallback[int(rng.integers(len(fallback)))]
+        return key
 
     def enumerate(self) -> list[dict[str, Value]]:
         """Every valid config, in itertools.product order over the parameters' values."""
