@@ -1,0 +1,47 @@
+"""benchmarks/lfbo_overhead.py: its two arms ask the same configs, its timing leaves LFBO as it found it, a rerun
+measures only what is missing, and the table's ratios are the arms' medians."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tunebench.search.lfbo import LFBOPatternSearch
+from tunebench.study import Run, tasks_of
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the scripts import their siblings
+import lfbo_overhead  # noqa: E402
+
+GEMM = Path(__file__).resolve().parents[1] / "results" / "datasets" / "matmul_bfloat16_h100.parquet"
+
+
+def test_both_arms_ask_the_same_configs_and_a_rerun_measures_nothing(tmp_path, monkeypatch):
+    methods = (LFBOPatternSearch.fit, LFBOPatternSearch.select, LFBOPatternSearch.candidates)
+    run = Run("lfbo_quick", tasks_of(GEMM)[0], 0)
+    per_run_csv = tmp_path / "per_run.csv"
+
+    first = lfbo_overhead.measure([run], {}, per_run_csv)
+
+    assert list(first["arm"]) == ["reference", "library"]
+    assert first["arms_agree"].all() and first["matches_study"].isna().all()
+    assert (first[[f"{part}_s" for part in lfbo_overhead.PARTS]] > 0).all().all()
+    assert (first["strategy_s"] >= first[[f"{part}_s" for part in lfbo_overhead.PARTS]].sum(axis=1)).all()
+    assert (LFBOPatternSearch.fit, LFBOPatternSearch.select, LFBOPatternSearch.candidates) == methods
+    monkeypatch.setattr(lfbo_overhead, "replay", lambda *args: pytest.fail("a finished run was measured again"))
+    again = lfbo_overhead.measure([run], {}, per_run_csv)
+    assert again[["strategy", "task", "seed", "arm"]].equals(first[["strategy", "task", "seed", "arm"]])
+
+
+def test_summary_table_gives_the_medians_of_each_arm_and_their_ratio():
+    rows = [{"strategy": "lfbo", "task": f"t{i}", "seed": 0, "arm": arm, "strategy_s": seconds,
+             "fit_s": seconds / 2, "select_s": seconds / 4, "candidates_s": seconds / 8}
+            for i, (reference, library) in enumerate([(1.0, 0.5), (2.0, 1.5), (3.0, 2.0)])
+            for arm, seconds in (("reference", reference), ("library", library))]
+    table = lfbo_overhead.summary_table(pd.DataFrame(rows))
+    assert table.loc[0, "runs"] == 3
+    assert table.loc[0, "whole run: reference / library (ms)"] == "2000 / 1500"
+    assert table.loc[0, "whole run: ratio"] == "0.75"
+    assert table.loc[0, "fit: reference / library (ms)"] == "1000 / 750"
