@@ -326,6 +326,20 @@ def test_lfbo_copy_never_moves_to_a_worse_point():
         assert all(later < earlier * (1 - 0.001) for earlier, later in zip(on_path, on_path[1:])), on_path
 
 
+def test_lfbo_fits_a_forest_only_for_a_generation_it_asks():
+    space = conformance_space()
+    strategy = make_strategy("lfbo", space, 0, initial_population=20)
+    fits = []
+    fit = strategy.fit
+    strategy.fit = lambda: fits.append(1) or fit()
+    asks = 0
+    while batch := strategy.ask():
+        asks += 1
+        strategy.tell([rugged_latency(config) for config in batch])
+    assert all(copy.stopped for copy in strategy.copies)
+    assert len(fits) == asks - 1  # one forest a generation; the initial population needs none
+
+
 def test_lfbo_quota_that_rounds_to_zero_still_measures_one_per_copy():
     space = conformance_space()
     strategy = make_strategy("lfbo", space, 0, initial_population=20, frac_selected=0.01, num_neighbors=30)

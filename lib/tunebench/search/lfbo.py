@@ -152,6 +152,8 @@ class LFBOPatternSearch(Strategy):
         starts = [config for config in ranked[: settings.copies] if math.isfinite(self._objective(config))]
         self.copies = [SearchCopy(current=start, patience_left=settings.patience, path=[start]) for start in starts]
         for _ in range(settings.max_generations):
+            if all(copy.stopped for copy in self.copies):
+                return  # before fitting a forest that no copy would use
             forest = self.fit()
             picks: list[tuple[SearchCopy, list[Config]]] = []
             picked: set[Key] = set()
