@@ -5,10 +5,13 @@ Both arms replay the same LFBO presets on the same tasks and seeds, one run afte
 configs in the same batches (checked run by run, and against the committed strategy comparison's trace where it holds
 the run). Per run: CPU seconds of ask and tell (`strategy_s`), split into the forest's fit, the ranking of candidates
 (`select`) and their generation (`candidates`); the report gives medians over runs and the ratio of the arms' medians.
+Both arms share the search loop, so the forest it no longer fits once every copy has stopped (before 74c88a8, one more
+fit at the end of each LFBO run, a restarted preset's fresh runs too) shows in the fits per run, not in the ratios.
 
-Run: `.venv/bin/python benchmarks/lfbo_overhead.py` (about 20 minutes on a 2-core machine with the defaults, most of
-it in the restarted preset; progress on stderr). Resumable: per_run.csv gets each run as it ends, and a rerun measures
-only the runs it lacks, then reports those the arguments name. Writes results/lfbo_overhead/summary.md and per_run.csv.
+Run: `.venv/bin/python benchmarks/lfbo_overhead.py` (about 10 minutes on a 2-core machine with the defaults, most of
+it in the restarted preset and on the Kernel Tuner tasks; progress on stderr). Resumable: per_run.csv gets each run as
+it ends, and a rerun measures only the runs it lacks, then reports those the arguments name. Writes
+results/lfbo_overhead/summary.md and per_run.csv.
 """
 
 from __future__ import annotations
@@ -66,13 +69,14 @@ def reference_candidates(self: LFBOPatternSearch, config: Config) -> list[Config
 
 
 def timed(method: Callable, part: str, seconds: dict[str, float]) -> Callable:
-    """`method` that adds its CPU seconds to `seconds[part]`."""
+    """`method` that adds its CPU seconds to `seconds[part]` and counts its calls in `seconds[part + "_calls"]`."""
     def wrapper(*args, **kwargs):
         started = time.process_time()
         try:
             return method(*args, **kwargs)
         finally:
             seconds[part] += time.process_time() - started
+            seconds[f"{part}_calls"] += 1
     return wrapper
 
 
@@ -125,6 +129,7 @@ def measure(runs: list[Run], committed: dict[tuple[str, str, int], list[str]], p
             traces[arm] = trace
             pair.append({"strategy": run.strategy, "task": run.task.name, "seed": run.seed, "arm": arm,
                          "evaluations": len(trace), "asks": int(trace["batch"].max()),
+                         "fits": int(seconds["fit_calls"]),
                          "strategy_s": float(trace["strategy_s"].max()), **{f"{p}_s": seconds[p] for p in PARTS}})
         same = traces["reference"][["batch", "config_key"]].equals(traces["library"][["batch", "config_key"]])
         recorded = committed.get((run.strategy, run.task.name, run.seed))
@@ -156,7 +161,7 @@ def summary_table(per_run: pd.DataFrame) -> pd.DataFrame:
 
 
 def report(per_run: pd.DataFrame, command: str, tasks: int, seeds: int) -> str:
-    asks = per_run[per_run["arm"] == "library"].groupby("strategy", sort=False)["asks"].median()
+    counts = per_run[per_run["arm"] == "library"].groupby("strategy", sort=False)[["asks", "fits"]].median()
     matched = per_run["matches_study"].dropna()
     lines = [
         "# LFBO's own CPU time: the library's path against the reference path",
@@ -174,7 +179,8 @@ def report(per_run: pd.DataFrame, command: str, tasks: int, seeds: int) -> str:
         f"{len(per_run) // 2} runs.",
         f"- Against the committed strategy comparison's trace: {int(matched.sum() // 2)} of {len(matched) // 2} "
         "runs it holds asked the same configs.",
-        "- Median asks per run: " + ", ".join(f"{name} {value:g}" for name, value in asks.items()) + ".",
+        "- Median asks and forest fits per run: " + ", ".join(f"{name} {row.asks:g} and {row.fits:g}"
+                                                            for name, row in counts.iterrows()) + ".",
         "- What is left of a run's CPU time beside the three parts is the search generator's own bookkeeping and "
         "`tell`.",
     ]
