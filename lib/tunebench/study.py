@@ -204,8 +204,6 @@ def _replay_to_file(run: Run, budget: Budget, mode: str, clock: str, startup_s: 
     return path
 
 
-
-
 def _reuse_trace_table(out: Path, missing: Sequence[Run], runs_dir: Path, budget: Budget) -> None:
     """Write the run file of each missing run that the trace table at `out` holds."""
     if not missing or not out.is_file():
