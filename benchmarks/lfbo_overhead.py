@@ -35,7 +35,7 @@ from tunebench.search import NAMES, make_strategy
 from tunebench.search.base import Config
 from tunebench.search.lfbo import LFBOPatternSearch, diverse_pick
 from tunebench.space import Key
-from tunebench.study import Budget, Run, Task, cached_dataset, run_search, tasks_of
+from tunebench.study import Budget, Run, Task, cached_dataset, replay_environment, run_search, tasks_of
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,7 +129,7 @@ def measure(runs: list[Run], committed: dict[tuple[str, str, int], list[str]], p
             traces[arm] = trace
             pair.append({"strategy": run.strategy, "task": run.task.name, "seed": run.seed, "arm": arm,
                          "evaluations": len(trace), "asks": int(trace["batch"].max()),
-                         "fits": int(seconds["fit_calls"]),
+                         "fits": int(seconds["fit_calls"]), "replayed_with": replay_environment(),
                          "strategy_s": float(trace["strategy_s"].max()), **{f"{p}_s": seconds[p] for p in PARTS}})
         same = traces["reference"][["batch", "config_key"]].equals(traces["library"][["batch", "config_key"]])
         recorded = committed.get((run.strategy, run.task.name, run.seed))
@@ -163,6 +163,7 @@ def summary_table(per_run: pd.DataFrame) -> pd.DataFrame:
 def report(per_run: pd.DataFrame, command: str, tasks: int, seeds: int) -> str:
     counts = per_run[per_run["arm"] == "library"].groupby("strategy", sort=False)[["asks", "fits"]].median()
     matched = per_run["matches_study"].dropna()
+    environments = per_run["replayed_with"].value_counts()
     lines = [
         "# LFBO's own CPU time: the library's path against the reference path",
         "",
@@ -172,6 +173,9 @@ def report(per_run: pd.DataFrame, command: str, tasks: int, seeds: int) -> str:
         "evaluations, deterministic replay; both arms of a run one after the other in one process. Medians over runs "
         "of CPU milliseconds per run (`time.process_time`, what the replay charges to its clock); a ratio is the "
         "library's median over the reference's.",
+        "",
+        "Replayed with (`study.replay_environment`): " + "; or ".join(
+            f"{environment} ({count // 2} runs)" for environment, count in environments.items()) + ".",
         "",
         markdown_table(summary_table(per_run)),
         "",

@@ -45,6 +45,7 @@ CONFIDENCE = 0.95
 # The suffix of summary_by_task.csv's seconds columns on each replay clock: the study replays on the sequential clock,
 # and its trace is re-clocked on the pipelined one (the configs asked under an evaluation budget do not depend on it).
 CLOCK_SUFFIX = {"sequential": "", "pipelined": "_pipelined"}
+UNRECORDED_ENVIRONMENT = "not recorded (replayed before traces kept it)"
 
 
 def json_value(text: str) -> object:
@@ -209,6 +210,18 @@ def summary_on_both_clocks(trace: pd.DataFrame, tasks: Sequence[Task], budgets: 
                          suffixes=("", CLOCK_SUFFIX["pipelined"]), validate="one_to_one")
 
 
+def replay_environments(trace: pd.DataFrame) -> pd.DataFrame:
+    """Per environment the runs were replayed in (`study.replay_environment`, the trace's `replayed_with`): how many
+    runs, of which strategies. A study resumed or grown in another session mixes environments, and the CPU time a
+    strategy is charged depends on the machine and the library versions."""
+    runs = trace.drop_duplicates(["strategy", "task", "seed"])
+    environment = runs["replayed_with"] if "replayed_with" in runs else pd.Series(None, index=runs.index, dtype=object)
+    runs = runs.assign(environment=environment.fillna(UNRECORDED_ENVIRONMENT))
+    return pd.DataFrame([{"replayed with": environment, "runs": len(rows),
+                          "strategies": ", ".join(dict.fromkeys(rows["strategy"]))}
+                         for environment, rows in runs.groupby("environment", sort=False)])
+
+
 def budgets_up_to(budget: int) -> tuple[int, ...]:
     """The budgets at which the tables give the fraction of optimum: those of `BUDGETS` below `budget`, and it."""
     return (*(b for b in BUDGETS if b < budget), budget)
@@ -322,6 +335,10 @@ def main() -> int:
     if {"lfbo", "pattern"} <= set(args.strategies):
         parts += ["## LFBO vs PatternSearch, median over seeds to reach 0.99 of optimum (inf: not reached by the "
                   "median seed within the budget)", markdown_table(lfbo_vs_pattern(summary))]
+    parts += ["## Replayed with",
+              "A strategy's own CPU time is charged to the replay's clock as measured, so its seconds depend on the "
+              "machine and the library versions that replayed it (docs/strategies.md, \"LFBO's own CPU time\"). The "
+              "runs of this trace, by the environment that replayed them:", markdown_table(replay_environments(trace))]
     text = "\n\n".join(parts) + "\n"
     write_text_atomically(args.out / "summary.md", text)
     print(text)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from tunebench.search.lfbo import LFBOPatternSearch
-from tunebench.study import Run, tasks_of
+from tunebench.study import Run, replay_environment, tasks_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the scripts import their siblings
 import lfbo_overhead  # noqa: E402
@@ -27,6 +27,7 @@ def test_both_arms_ask_the_same_configs_and_a_rerun_measures_nothing(tmp_path, m
 
     assert list(first["arm"]) == ["reference", "library"]
     assert first["arms_agree"].all() and first["matches_study"].isna().all()
+    assert (first["replayed_with"] == replay_environment()).all()
     assert (first[[f"{part}_s" for part in lfbo_overhead.PARTS]] > 0).all().all()
     assert (first["strategy_s"] >= first[[f"{part}_s" for part in lfbo_overhead.PARTS]].sum(axis=1)).all()
     assert (LFBOPatternSearch.fit, LFBOPatternSearch.select, LFBOPatternSearch.candidates) == methods
@@ -40,8 +41,13 @@ def test_summary_table_gives_the_medians_of_each_arm_and_their_ratio():
              "fit_s": seconds / 2, "select_s": seconds / 4, "candidates_s": seconds / 8}
             for i, (reference, library) in enumerate([(1.0, 0.5), (2.0, 1.5), (3.0, 2.0)])
             for arm, seconds in (("reference", reference), ("library", library))]
-    table = lfbo_overhead.summary_table(pd.DataFrame(rows))
+    per_run = pd.DataFrame(rows).assign(asks=5, fits=4, arms_agree=True, matches_study=None, replayed_with="here")
+    table = lfbo_overhead.summary_table(per_run)
     assert table.loc[0, "runs"] == 3
     assert table.loc[0, "whole run: reference / library (ms)"] == "2000 / 1500"
     assert table.loc[0, "whole run: ratio"] == "0.75"
     assert table.loc[0, "fit: reference / library (ms)"] == "1000 / 750"
+    text = lfbo_overhead.report(per_run, "python benchmarks/lfbo_overhead.py", tasks=3, seeds=1)
+    assert "same configs in the same batches in 3 of 3 runs" in text and "0 of 0 runs it holds" in text
+    assert "Replayed with (`study.replay_environment`): here (3 runs)." in text
+    assert "Median asks and forest fits per run: lfbo 5 and 4." in text

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tunebench.reclock import batch_seconds, configs_by_key, reclock
-from tunebench.study import Budget, cached_dataset, run_study, tasks_of
+from tunebench.study import Budget, cached_dataset, replay_environment, run_study, tasks_of
 
 from command_line import refusal
 
@@ -126,6 +126,18 @@ def test_the_comparison_sets_the_ends_side_by_side_task_by_task():
     assert row["time at the end, median [geometric mean]"] == f"1.500 [{3 ** (1 / 3):.3f}]"
     assert row["final latency, median [geometric mean]"] == f"1.000 [{0.9 ** (1 / 3):.3f}]"
     assert (row["tasks where A ends sooner"], row["tasks where A ends at least as fast"]) == (0, 3)
+
+
+def test_a_replayed_run_records_what_replayed_it_and_the_comparison_counts_runs_by_it(gemm_tasks, tmp_path):
+    trace = study(gemm_tasks[:1], tmp_path, "sequential")
+    environment = replay_environment()
+    assert set(trace["replayed_with"]) == {environment}
+    assert "scikit-learn " in environment and "Python " in environment and "CPUs; " in environment
+    earlier = trace[trace.strategy == "random"].drop(columns="replayed_with").assign(seed=1)  # a run from before
+    table = strategy_comparison.replay_environments(pd.concat([trace, earlier], ignore_index=True))
+    assert table.to_dict("records") == [
+        {"replayed with": environment, "runs": 2, "strategies": "random, pattern"},
+        {"replayed with": strategy_comparison.UNRECORDED_ENVIRONMENT, "runs": 1, "strategies": "random"}]
 
 
 def test_other_datasets_need_a_study_folder_of_their_own(monkeypatch, capsys):

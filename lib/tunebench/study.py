@@ -9,7 +9,9 @@ from __future__ import annotations
 import functools
 import math
 import os
+import platform
 import time
+from importlib import metadata
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,7 +198,31 @@ def replay_run(run: Run, budget: Budget, mode: str = "deterministic", clock: str
     trace.insert(0, "seed", run.seed)
     trace.insert(0, "task", run.task.name)
     trace.insert(0, "strategy", run.strategy)
+    trace["replayed_with"] = replay_environment()
     return trace
+
+
+@functools.cache
+def replay_environment() -> str:
+    """What the replay's charge of a strategy's CPU time depends on, for a trace's `replayed_with` column: the CPU
+    model and the versions of Python and of the libraries strategies compute with (scikit-learn 1.9.1 fits LFBO's
+    forest about 1.4x slower than 1.5.2 on one machine: docs/strategies.md, "LFBO's own CPU time")."""
+    versions = [f"Python {platform.python_version()}"]
+    for package in ("numpy", "scikit-learn", "optuna"):
+        try:
+            versions.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{package} absent")
+    return f"{_cpu_model()}, {os.cpu_count()} CPUs; " + ", ".join(versions)
+
+
+def _cpu_model() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return names[0] if names else (platform.processor() or platform.machine() or "unknown CPU")
 
 
 def _replay_to_file(run: Run, budget: Budget, mode: str, clock: str, startup_s: float, path: Path) -> Path:
