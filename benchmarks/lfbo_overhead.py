@@ -43,12 +43,14 @@ PRESETS = ("lfbo", "lfbo_quick", "lfbo_start30", "lfbo_restarts")
 STUDY_TRACE = REPO / "results" / "strategy_comparison" / "trace.parquet"
 PARTS = ("fit", "select", "candidates")
 BUDGET = Budget(evaluations=400)  # the strategy comparison's budget, so that its trace pairs run by run
+# The library's methods that the arms time (and the reference arm replaces), as they are before any timing wraps them.
+LIBRARY_METHODS = {part: getattr(LFBOPatternSearch, part) for part in PARTS}
 
 
 def reference_select(self: LFBOPatternSearch, forest, candidates: list[Config], count: int) -> list[Config]:
     """`LFBOPatternSearch.select` with the forest scored by scikit-learn's `predict_proba` and `apply`."""
     if forest is None:
-        return LFBOPatternSearch.select(self, forest, candidates, count)
+        return LIBRARY_METHODS["select"](self, forest, candidates, count)
     features = self.space.encode(candidates)
     probability, leaves = forest.predict_proba(features)[:, 1], forest.apply(features)
     chosen = diverse_pick(probability, leaves, min(count, len(candidates)), self.settings.similarity_penalty)
@@ -84,15 +86,14 @@ def timed(method: Callable, part: str, seconds: dict[str, float]) -> Callable:
 def instrumented(reference: bool, seconds: dict[str, float]) -> Iterator[None]:
     """Every LFBO search built inside (a warm start's restarts too) times its fit, select and candidates into
     `seconds`; with `reference`, through the reference path's select and candidates."""
-    methods = {"fit": LFBOPatternSearch.fit, "select": LFBOPatternSearch.select,
-               "candidates": LFBOPatternSearch.candidates}
-    used = dict(methods, **({"select": reference_select, "candidates": reference_candidates} if reference else {}))
+    used = dict(LIBRARY_METHODS, **({"select": reference_select, "candidates": reference_candidates} if reference
+                                    else {}))
     try:
         for part, method in used.items():
             setattr(LFBOPatternSearch, part, timed(method, part, seconds))
         yield
     finally:
-        for part, method in methods.items():
+        for part, method in LIBRARY_METHODS.items():
             setattr(LFBOPatternSearch, part, method)
 
 

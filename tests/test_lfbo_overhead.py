@@ -4,13 +4,16 @@ measures only what is missing, and the table's ratios are the arms' medians."""
 from __future__ import annotations
 
 import sys
+from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from tunebench.search import make_strategy
 from tunebench.search.lfbo import LFBOPatternSearch
-from tunebench.study import Run, replay_environment, tasks_of
+from tunebench.study import Run, open_dataset, replay_environment, tasks_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the scripts import their siblings
 import lfbo_overhead  # noqa: E402
@@ -34,6 +37,19 @@ def test_both_arms_ask_the_same_configs_and_a_rerun_measures_nothing(tmp_path, m
     monkeypatch.setattr(lfbo_overhead, "replay", lambda *args: pytest.fail("a finished run was measured again"))
     again = lfbo_overhead.measure([run], {}, per_run_csv)
     assert again[["strategy", "task", "seed", "arm"]].equals(first[["strategy", "task", "seed", "arm"]])
+
+
+def test_without_a_forest_the_reference_arm_picks_at_random_as_the_library_does():
+    space = open_dataset(GEMM).space(tasks_of(GEMM)[0].shape)
+    candidates = space.sample(np.random.default_rng(0), 12)
+    picks = []
+    for reference in (True, False):
+        strategy = make_strategy("lfbo", space, seed=5)
+        seconds = defaultdict(float)
+        with lfbo_overhead.instrumented(reference, seconds):
+            picks.append(strategy.select(None, candidates, 4))
+        assert seconds["select_calls"] == 1
+    assert picks[0] == picks[1] and len(picks[0]) == 4
 
 
 def test_summary_table_gives_the_medians_of_each_arm_and_their_ratio():
