@@ -11,15 +11,22 @@ TORCH_CPU_VERSION ?= 2.13.0
 # For a machine whose pip index does not serve the CPU build, e.g.
 #   make test TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 TORCH_INDEX_URL ?=
+# The versions every other package is installed at (`make lock` writes it from .venv), so that a fresh
+# install replays studies under the libraries that recorded them: a replay charges a strategy's own CPU
+# time, and that moves with scikit-learn's and numpy's versions. `make install CONSTRAINTS=` installs
+# the newest versions pyproject.toml allows instead.
+CONSTRAINTS ?= constraints.txt
+# Left out of the lock: the Makefile pins the CPU torch, and a GPU machine keeps its own CUDA torch and triton.
+UNLOCKED := torch|triton|nvidia-.*|cuda-.*
 
-.PHONY: install report test lab clean-reports
+.PHONY: install lock report test lab clean-reports
 
 install: $(VENV)/.installed
 
 # A GPU machine whose system python already has a CUDA torch keeps it (and its triton) through
 # --system-site-packages instead of downloading another. The kernelspec is registered inside the
 # venv (--sys-prefix), not per user, so two checkouts never run each other's interpreter.
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	@if $(PYTHON) -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then \
 		echo "CUDA torch found: the venv reuses the system site-packages"; \
 		$(PYTHON) -m venv --system-site-packages $(VENV); \
@@ -27,9 +34,16 @@ $(VENV)/.installed: pyproject.toml
 		$(PYTHON) -m venv $(VENV) && \
 		$(BIN)/python -m pip install "torch==$(TORCH_CPU_VERSION)" $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)); \
 	fi
-	$(BIN)/python -m pip install -e '.[notebooks,test]'
+	$(BIN)/python -m pip install -e '.[notebooks,test]' $(if $(CONSTRAINTS),--constraint $(CONSTRAINTS))
 	$(BIN)/python -m ipykernel install --sys-prefix --name tunebench --display-name tunebench
 	touch $@
+
+lock:
+	@test -x $(BIN)/python || { echo "make lock reads the versions of an existing .venv: none at $(VENV)"; exit 1; }
+	{ echo "# Written by \`make lock\` from .venv ($$($(BIN)/python -c 'import platform; print("Python", \
+		platform.python_version(), platform.machine())')); the Makefile says why. Not locked: torch, triton."; \
+	  $(BIN)/python -m pip freeze --exclude-editable | grep -v -i -E '^($(UNLOCKED))=='; } > $(CONSTRAINTS).tmp
+	mv $(CONSTRAINTS).tmp $(CONSTRAINTS)
 
 report: $(VENV)/.installed
 	$(BIN)/python -m tunebench.report --out $(REPORTS)
