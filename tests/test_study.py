@@ -12,8 +12,8 @@ import pytest
 from tunebench.measure.result import Result, Status
 from tunebench.search.base import Strategy
 from tunebench.space import PowerOfTwo, Space
-from tunebench.study import (Budget, Task, cached_dataset, judged_by_recorded_medians, key_text, run_search, run_study,
-                             task_references, tasks_by_kernel, tasks_of)
+from tunebench.study import (Budget, Run, Task, cached_dataset, judged_by_recorded_medians, key_text, run_search,
+                             run_study, stale_runs, task_references, tasks_by_kernel, tasks_of)
 
 REPO = Path(__file__).resolve().parents[1]
 KT_A100 = REPO.parent / "shared" / "datasets" / "kerneltuner" / "convolution_A100.json.gz"
@@ -113,6 +113,36 @@ def test_a_grown_study_takes_the_runs_its_trace_table_holds_and_replays_only_the
     shutil.rmtree(tmp_path / "study.runs")
     with pytest.raises(ValueError, match="more than this study's budget of 10"):
         run_study(["random"], kt_task, [0], Budget(evaluations=10), out, workers=1, progress=False)
+
+
+def test_a_reused_run_that_its_dataset_no_longer_answers_so_is_replayed_again(kt_task, tmp_path, capsys):
+    out = tmp_path / "study.parquet"
+    budget = Budget(evaluations=20)
+    first = run_study(["random", "pattern"], kt_task, [0, 1], budget, out, workers=1, progress=False)
+    runs = sorted((tmp_path / "study.runs").glob("*.parquet"))
+    moved = tmp_path / "study.runs" / Run("random", kt_task[0], 0).file_name
+    rows = pd.read_parquet(moved)
+    rows.loc[rows.status == "ok", "latency_ms"] *= 1.5  # as if the dataset had been swept again since
+    rows.to_parquet(moved)
+    stamps = {path: path.stat().st_mtime_ns for path in runs}
+    again = run_study(["random", "pattern"], kt_task, [0, 1], budget, out, workers=1, progress=False)
+    assert "1 of 4 reused runs disagree with their datasets" in capsys.readouterr().err
+    measured = ["time_s", "strategy_s"]
+    pd.testing.assert_frame_equal(first.drop(columns=measured), again.drop(columns=measured))
+    assert [path.name for path in runs if path.stat().st_mtime_ns != stamps[path]] == [moved.name]
+
+
+def test_stale_runs_names_each_kind_of_disagreement(kt_task, tmp_path):
+    trace = run_study(["random"], kt_task, [0, 1, 2, 3], Budget(evaluations=15), tmp_path / "noisy.parquet",
+                      workers=1, mode="noisy", progress=False)
+    runs = [Run("random", kt_task[0], seed) for seed in range(4)]
+    assert stale_runs(trace, runs, "noisy") == []
+    assert stale_runs(trace, runs, "deterministic"), "bootstrap medians are not the recorded medians"
+    first_ok = {seed: trace.index[(trace.seed == seed) & (trace.status == "ok")][0] for seed in range(1, 4)}
+    trace.loc[first_ok[1], "latency_ms"] = 1e9  # outside the recorded repeats
+    trace.loc[first_ok[2], "status"] = "timeout"
+    trace.loc[first_ok[3], "config_key"] = "not,a,recorded,config"
+    assert stale_runs(trace, runs, "noisy") == runs[1:]
 
 
 def test_a_strategy_written_outside_tunebench_runs_in_the_studys_worker_processes(kt_task, tmp_path, monkeypatch):

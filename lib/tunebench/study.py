@@ -10,6 +10,7 @@ import functools
 import math
 import os
 import platform
+import sys
 import time
 from importlib import metadata
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -257,8 +258,6 @@ def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[
     evaluator mode, clock and settings, as run files are. `settings` maps a strategy name to overrides of its
     defaults; `clock` and `startup_s` set the replay's simulated clock (`ReplayEvaluator`).
     """
-    from tqdm import tqdm
-
     from tunebench.measure.replay import check_clock
     from tunebench.search import check_strategy_names
 
@@ -269,8 +268,27 @@ def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[
     runs_dir.mkdir(parents=True, exist_ok=True)
     runs = [Run(name, task, seed, settings.get(name, {})) for name in strategies for task in tasks for seed in seeds]
     _reuse_trace_table(out, [run for run in runs if not (runs_dir / run.file_name).exists()], runs_dir, budget)
-    todo = [run for run in runs if not (runs_dir / run.file_name).exists()]
     workers = workers or os.cpu_count() or 1
+    _replay_missing(runs, runs_dir, budget, mode, clock, startup_s, workers, progress)
+    trace = pd.concat([pd.read_parquet(runs_dir / run.file_name) for run in runs], ignore_index=True)
+    stale = stale_runs(trace, runs, mode)
+    if stale:
+        print(f"{len(stale)} of {len(runs)} reused runs disagree with their datasets as recorded now (e.g. "
+              f"{stale[0].file_name}; a dataset swept again?): replaying them", file=sys.stderr)
+        for run in stale:
+            (runs_dir / run.file_name).unlink()
+        _replay_missing(runs, runs_dir, budget, mode, clock, startup_s, workers, progress)
+        trace = pd.concat([pd.read_parquet(runs_dir / run.file_name) for run in runs], ignore_index=True)
+    write_parquet_atomically(trace, out, **PARQUET_OPTIONS)
+    return trace
+
+
+def _replay_missing(runs: Sequence[Run], runs_dir: Path, budget: Budget, mode: str, clock: str, startup_s: float,
+                    workers: int, progress: bool) -> None:
+    """Replay each run that has no run file yet, in `workers` processes, with a progress bar over all `runs`."""
+    from tqdm import tqdm
+
+    todo = [run for run in runs if not (runs_dir / run.file_name).exists()]
     with tqdm(total=len(runs), initial=len(runs) - len(todo), unit="run", disable=not progress) as bar:
         if workers == 1:
             for run in todo:
@@ -283,9 +301,33 @@ def run_study(strategies: Sequence[str], tasks: Sequence[Task], seeds: Sequence[
                 for future in as_completed(futures):
                     future.result()
                     bar.update(1)
-    trace = pd.concat([pd.read_parquet(runs_dir / run.file_name) for run in runs], ignore_index=True)
-    write_parquet_atomically(trace, out, **PARQUET_OPTIONS)
-    return trace
+
+
+def stale_runs(trace: pd.DataFrame, runs: Sequence[Run], mode: str) -> list[Run]:
+    """The runs of `trace` that their datasets, as recorded now, would not have answered as the trace says: a config
+    not recorded, another status, or (deterministic mode) another median, (noisy mode) a latency outside the range of
+    the recorded repeats. A dataset swept again moves its latencies and is caught; a change of its compile or
+    benchmark seconds alone, which only the clock reads, is not."""
+    stale = []
+    for task in dict.fromkeys(run.task for run in runs):
+        dataset = cached_dataset(task.dataset)
+        rows = dataset.task(task.shape)
+        keys = [key_text(key) for key in rows[list(dataset.parameter_names)].itertuples(index=False, name=None)]
+        repeats = rows["repeats_ms"].map(lambda values: (min(values), max(values)) if len(values) else (np.nan, np.nan))
+        recorded = pd.DataFrame({"config_key": keys, "recorded_status": rows["status"].to_numpy(),
+                                 "recorded_ms": rows["latency_ms"].to_numpy(dtype=float),
+                                 "low_ms": [low for low, _ in repeats], "high_ms": [high for _, high in repeats]})
+        asked = trace.loc[trace["task"] == task.name, ["strategy", "seed", "config_key", "status", "latency_ms"]]
+        both = asked.merge(recorded, on="config_key", how="left")
+        ok = both["status"] == "ok"
+        if mode == "deterministic":
+            moved = ok & (both["latency_ms"] != both["recorded_ms"])
+        else:
+            moved = ok & ~both["latency_ms"].between(both["low_ms"], both["high_ms"])
+        wrong = (both["status"] != both["recorded_status"]) | moved
+        bad = set(both.loc[wrong, ["strategy", "seed"]].itertuples(index=False, name=None))
+        stale += [run for run in runs if run.task == task and (run.strategy, run.seed) in bad]
+    return stale
 
 
 def judged_by_recorded_medians(trace: pd.DataFrame, tasks: Sequence[Task]) -> pd.DataFrame:
