@@ -317,6 +317,7 @@ def stale_runs(trace: pd.DataFrame, runs: Sequence[Run], mode: str) -> list[Run]
         recorded = pd.DataFrame({"config_key": keys, "recorded_status": rows["status"].to_numpy(),
                                  "recorded_ms": rows["latency_ms"].to_numpy(dtype=float),
                                  "low_ms": [low for low, _ in repeats], "high_ms": [high for _, high in repeats]})
+        recorded = recorded.drop_duplicates("config_key", keep="last")  # as the replay's index keeps the last row
         asked = trace.loc[trace["task"] == task.name, ["strategy", "seed", "config_key", "status", "latency_ms"]]
         both = asked.merge(recorded, on="config_key", how="left")
         ok = both["status"] == "ok"
