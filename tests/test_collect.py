@@ -20,6 +20,7 @@ import pytest
 from tunebench.collect import (Journal, JournalBusy, build_dataset, dataset_records, main, parse_shapes,
                                 provenance_records, read_records, sweep, sweep_configs, sweep_provenance,
                                 whole_shapes, with_added_configs)
+from tunebench.kernels import get_kernel, kernel_source_sha256
 from tunebench.measure.dataset import load_dataset
 from tunebench.space import ConfigError
 
@@ -330,3 +331,23 @@ def test_the_command_line_refuses_configs_that_are_not_a_list_of_configs(tmp_pat
     with pytest.raises(SystemExit):
         main(["--shapes", "3x32x48", "--out", str(tmp_path / "x.parquet"), "--configs", str(configs)])
     assert "holds dict, not a JSON list of configs" in capsys.readouterr().err
+
+
+def test_resuming_a_journal_of_another_kernel_source_warns_and_goes_on(tmp_path, capsys):
+    out = tmp_path / "edited.parquet"
+    assert not sweep("matmul", "bfloat16", SHAPES, out, limit_configs=10, stop_after_s=0.0, make_bench=StandInBench)
+    journal = Journal(out.with_suffix(".journal") / "journal.jsonl")
+    current = kernel_source_sha256(get_kernel("matmul"))
+    lines = journal.path.read_text().splitlines()
+    for source, warned in ((current, False), ("0123456789abcdef", True)):
+        records = [json.loads(line) for line in lines]
+        for record in records:
+            if record["kind"] == "provenance":
+                record["provenance"]["kernel_source_sha256"] = source
+        journal.path.write_text("".join(json.dumps(record) + "\n" for record in records))
+        capsys.readouterr()
+        assert not sweep("matmul", "bfloat16", SHAPES, out, limit_configs=10, stop_after_s=0.0,
+                         make_bench=StandInBench)
+        message = (f"earlier sittings of this journal measured kernel source 0123456789abcdef; the current code's is "
+                   f"{current}")
+        assert (message in capsys.readouterr().err) is warned

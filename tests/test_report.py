@@ -6,6 +6,7 @@ costs seconds.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 import re
@@ -17,6 +18,7 @@ import pytest
 from papermill.exceptions import PapermillExecutionError
 
 from tunebench import report
+from tunebench.kernels import get_kernel, kernel_source_sha256
 from tunebench.dataset_summary import best_per_shape, first_shapes, provenance_line, shape_label, status_shares
 from tunebench.measure.dataset import Dataset, load_dataset, save_dataset
 from tunebench.plots import plot_best_vs_vendor, plot_latency_distributions
@@ -289,3 +291,15 @@ def test_provenance_line_counts_the_sittings_and_the_rows_that_say_which_timed_t
     line = provenance_line(load_dataset(report.REPO_ROOT / "results" / "dataset_sittings_check" / "h200" /
                                         "sittings.parquet"))
     assert "2 sittings, the first's shown; each row names its own;" in line
+
+
+def test_provenance_line_names_the_kernel_source_measured_beside_the_current_codes() -> None:
+    current = kernel_source_sha256(get_kernel("matmul"))
+    dataset = small_dataset()
+    assert provenance_line(dataset).endswith(f"kernel source not recorded (the current code's: {current})")
+    dataset.provenance["kernel_source_sha256"] = current
+    assert f"kernel source {current}, the current code's" in provenance_line(dataset)
+    dataset.provenance["sittings"] = [{"measured_before": 0}, {"measured_before": 5, "kernel_source_sha256": "ab12"}]
+    assert f"kernel source {current}, ab12 (the current code's: {current})" in provenance_line(dataset)
+    kerneltuner = dataclasses.replace(small_dataset(), kernel="convolution")
+    assert "kernel source" not in provenance_line(kerneltuner)

@@ -21,9 +21,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from tunebench.kernels import complete_config, get_kernel
-from tunebench.measure.dataset import (SITTING, Dataset, load_dataset, provenance_records, save_dataset,
-                                      sweep_provenance)
+from tunebench.kernels import complete_config, get_kernel, kernel_source_sha256
+from tunebench.measure.dataset import (SITTING, Dataset, load_dataset, provenance_records, recorded_kernel_sources,
+                                      save_dataset, sweep_provenance)
 from tunebench.measure.result import Result, Status
 from tunebench.measure.timing import TimingPolicy
 
@@ -263,6 +263,18 @@ def sweep_configs(kernel_name: str, configs: Sequence[Mapping[str, Any]] | None 
     return space.sample(np.random.default_rng(seed), limit_configs, unique=True)
 
 
+def _warn_of_other_kernel_source(records: Sequence[Mapping[str, Any]], current: str) -> None:
+    """Say so on stderr when the journal's earlier sittings measured another kernel source than the current code's:
+    the sweep goes on (an edit may leave the binaries as they were), and its dataset's provenance lists both."""
+    earlier = [source for record in records if record["kind"] == "provenance"
+               for source in recorded_kernel_sources(record["provenance"])]
+    other = [source for source in dict.fromkeys(earlier) if source != current]
+    if other:
+        print(f"warning: earlier sittings of this journal measured kernel source {', '.join(other)}; the current "
+              f"code's is {current}, so the dataset will hold timings of both (its provenance lists each sitting's)",
+              file=sys.stderr, flush=True)
+
+
 def journal_of(out: Path) -> Journal:
     """The journal of the sweep that writes `out`."""
     return Journal(out.with_suffix(".journal") / "journal.jsonl")
@@ -294,6 +306,7 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
         if resume_from is not None:
             print(f"journal started from {resume_from}: {journal.seed_from(resume_from)} records", flush=True)
         records = journal.read()
+        _warn_of_other_kernel_source(records, kernel_source_sha256(kernel))
         done = {(tuple(r["shape"]), space.key(r["config"]) if r["kind"] == "config" else "vendor")
                 for r in records if r["kind"] in ("config", "vendor")}
         compile_s = {(tuple(r["specialization"]), tuple(r["key"])): r["compile_s"]

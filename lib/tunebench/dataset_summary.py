@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pandas as pd
 
-from tunebench.measure.dataset import SITTING, repeat_spread, sitting_count
+from tunebench.kernels import KERNELS, get_kernel, kernel_source_sha256
+from tunebench.measure.dataset import SITTING, recorded_kernel_sources, repeat_spread, sitting_count
 from tunebench.measure.result import Status
 
 if TYPE_CHECKING:
@@ -147,9 +148,22 @@ def speedup_summary(best: pd.DataFrame) -> str:
             f"shapes; median speedup {np.median(speedup):.2f}× (vendor latency / best Triton latency).")
 
 
+def kernel_source_note(dataset: Dataset) -> str:
+    """Which kernel source the dataset measured beside the current code's: a replay answers with the recorded
+    binaries, a live run measures today's. Empty for a kernel tunebench does not hold (a Kernel Tuner cache's)."""
+    if dataset.kernel not in KERNELS:
+        return ""
+    current = kernel_source_sha256(get_kernel(dataset.kernel))
+    recorded = recorded_kernel_sources(dataset.provenance)
+    if recorded == [current]:
+        return f"kernel source {current}, the current code's"
+    measured = ", ".join(recorded) if recorded else "not recorded"
+    return f"kernel source {measured} (the current code's: {current})"
+
+
 def provenance_line(dataset: Dataset) -> str:
-    """One line saying where a dataset's numbers come from: GPU, software, date, and the command or citation (the first
-    sitting's, and how many more there were, if any)."""
+    """One line saying where a dataset's numbers come from: GPU, software, the kernel source beside the current code's,
+    date, and the command or citation (the first sitting's, and how many more there were, if any)."""
     provenance = dataset.provenance
     parts = [f"{dataset.kernel} {dataset.dtype} on {provenance.get('gpu_name', dataset.gpu)}"]
     sittings = sitting_count(provenance)
@@ -166,6 +180,9 @@ def provenance_line(dataset: Dataset) -> str:
     timing = provenance.get("timing")
     if isinstance(timing, dict) and timing.get("method"):
         parts.append(f"timing: {timing['method']}")
+    source = kernel_source_note(dataset)
+    if source:
+        parts.append(source)
     for name in ("date", "command", "citation"):
         if provenance.get(name):
             parts.append(f"{name}: {provenance[name]}")

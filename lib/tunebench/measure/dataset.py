@@ -383,6 +383,14 @@ def sitting_count(provenance: Mapping[str, Any]) -> int:
     return len(provenance.get("sittings") or [None])
 
 
+def recorded_kernel_sources(provenance: Mapping[str, Any]) -> list[str]:
+    """The kernel source hashes (`kernel_source_sha256`) a provenance records, its sittings' included, each once in
+    the order first met; empty for a dataset recorded before the collector wrote them."""
+    sittings = [sitting for sitting in provenance.get("sittings") or [] if isinstance(sitting, dict)]
+    hashes = [record.get("kernel_source_sha256") for record in (provenance, *sittings)]
+    return list(dict.fromkeys(value for value in hashes if value))
+
+
 def has_sittings(dataset: Dataset) -> bool:
     """Whether the dataset's rows say which sitting measured them (the `sitting` column; null where unknown)."""
     return SITTING in dataset.measurements or SITTING in dataset.vendor
