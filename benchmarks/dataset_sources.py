@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from tunebench.files import write_text_atomically
 from tunebench.kernels import KERNELS, get_kernel, kernel_source_sha256
-from tunebench.measure.dataset import recorded_kernel_sources
+from tunebench.measure.dataset import recorded_kernel_sources, sitting_count
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -131,7 +131,7 @@ def dataset_rows(paths: Sequence[Path], spans: Mapping[str, Mapping[str, Sequenc
         recorded = recorded_kernel_sources(provenance)
         current = kernel_source_sha256(get_kernel(kernel)) if kernel in KERNELS else ""
         described = "<br>".join(describe_source(source, spans.get(kernel, {}), dates) for source in recorded)
-        rows.append([str(path.relative_to(REPO)), kernel, str(len(provenance.get("sittings") or [None])),
+        rows.append([str(path.relative_to(REPO)), kernel, str(sitting_count(provenance)),
                      described or "not recorded", "yes" if recorded == [current] else "no"])
     return rows
 
