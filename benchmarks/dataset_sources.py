@@ -131,7 +131,7 @@ def dataset_rows(paths: Sequence[Path], spans: Mapping[str, Mapping[str, Sequenc
         recorded = recorded_kernel_sources(provenance)
         current = kernel_source_sha256(get_kernel(kernel)) if kernel in KERNELS else ""
         described = "<br>".join(describe_source(source, spans.get(kernel, {}), dates) for source in recorded)
-        rows.append([str(path.relative_to(REPO)), kernel, str(sitting_count(provenance)),
+        rows.append([os.path.relpath(path, REPO), kernel, str(sitting_count(provenance)),
                      described or "not recorded", "yes" if recorded == [current] else "no"])
     return rows
 
