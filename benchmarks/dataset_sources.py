@@ -120,7 +120,7 @@ def describe_source(source: str, spans: Mapping[str, Sequence[tuple[str, str | N
 
 
 def dataset_rows(paths: Sequence[Path], spans: Mapping[str, Mapping[str, Sequence[tuple[str, str | None]]]],
-                 dates: Mapping[str, str]) -> list[list[str]]:
+                 dates: Mapping[str, str], current: Mapping[str, str]) -> list[list[str]]:
     """One row per dataset file: its kernel, sittings, each recorded source and its commits, and whether the
     current code hashes the same."""
     rows = []
@@ -129,10 +129,9 @@ def dataset_rows(paths: Sequence[Path], spans: Mapping[str, Mapping[str, Sequenc
         kernel = metadata["kernel"]
         provenance = metadata.get("provenance") or {}
         recorded = recorded_kernel_sources(provenance)
-        current = kernel_source_sha256(get_kernel(kernel)) if kernel in KERNELS else ""
         described = "<br>".join(describe_source(source, spans.get(kernel, {}), dates) for source in recorded)
         rows.append([os.path.relpath(path, REPO), kernel, str(sitting_count(provenance)),
-                     described or "not recorded", "yes" if recorded == [current] else "no"])
+                     described or "not recorded", "yes" if recorded == [current.get(kernel)] else "no"])
     return rows
 
 
@@ -151,8 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     hashes = commit_hashes(commits, CACHE)
     dates = dict(commits)
     spans = {kernel: source_spans(commits, hashes, kernel) for kernel in KERNELS}
-    rows = dataset_rows(paths, spans, dates)
-    current = ", ".join(f"{kernel} {kernel_source_sha256(get_kernel(kernel))}" for kernel in KERNELS)
+    current = {kernel: kernel_source_sha256(get_kernel(kernel)) for kernel in KERNELS}
+    rows = dataset_rows(paths, spans, dates, current)
     text = "\n".join([
         "# Which kernel code each recorded dataset timed",
         "",
@@ -161,9 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(commits)} commits touched `{KERNEL_DIR}` since the collector first recorded a hash "
         f"(`{FIRST_RECORDING_COMMIT}`), each hashed by its own code.",
         "",
-        f"The current code's hashes: {current}. A hash covers the text of the files a family's binaries are built "
-        "from, comments included, so code that hashes otherwise may still compile to the same binaries. A replay "
-        "answers with the recorded timings; a live run measures the current code.",
+        f"The current code's hashes: {', '.join(f'{kernel} {source}' for kernel, source in current.items())}. "
+        "A hash covers the text of the files a family's binaries are built from, comments included, so code that "
+        "hashes otherwise may still compile to the same binaries. A replay answers with the recorded timings; a live "
+        "run measures the current code.",
         "",
         markdown_table(pd.DataFrame(rows, columns=["dataset", "kernel", "sittings",
                                                    "kernel source recorded: the commits whose code has it",
