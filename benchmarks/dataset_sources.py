@@ -61,18 +61,30 @@ def kernel_commits() -> list[tuple[str, str]]:
     return [tuple(line.split(" ", 1)) for line in lines.splitlines()]
 
 
+def archived_lib(commit: str, folder: Path) -> Path:
+    """`commit`'s lib/ folder, extracted from `git archive` under `folder`; its path."""
+    archive = subprocess.run(["git", "archive", "--format=tar", commit, "lib"], cwd=REPO, check=True,
+                             capture_output=True).stdout
+    folder.mkdir(parents=True, exist_ok=True)
+    archive_path = folder / "lib.tar"
+    archive_path.write_bytes(archive)
+    with tarfile.open(archive_path) as tar:
+        tar.extractall(folder, filter="data")
+    archive_path.unlink()
+    return folder / "lib"
+
+
+def environment_without_pythonpath() -> dict[str, str]:
+    """This process's environment less PYTHONPATH, so that a subprocess imports the tunebench it is pointed at."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+
+
 def hashes_at(commit: str) -> dict[str, str | None]:
     """Each kernel family's source hash as `commit`'s code computes it."""
     with tempfile.TemporaryDirectory() as folder:
-        archive = subprocess.run(["git", "archive", "--format=tar", commit, "lib"], cwd=REPO, check=True,
-                                 capture_output=True).stdout
-        archive_path = Path(folder) / "lib.tar"
-        archive_path.write_bytes(archive)
-        with tarfile.open(archive_path) as tar:
-            tar.extractall(folder, filter="data")
-        environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
-        answer = subprocess.run([sys.executable, "-c", HASH_AT_COMMIT, str(Path(folder) / "lib")], check=True,
-                                capture_output=True, text=True, env=environment)
+        lib = archived_lib(commit, Path(folder))
+        answer = subprocess.run([sys.executable, "-c", HASH_AT_COMMIT, str(lib)], check=True,
+                                capture_output=True, text=True, env=environment_without_pythonpath())
     return json.loads(answer.stdout.splitlines()[-1])
 
 
@@ -135,17 +147,22 @@ def dataset_rows(paths: Sequence[Path], spans: Mapping[str, Mapping[str, Sequenc
     return rows
 
 
+def dataset_paths(datasets: Sequence[Path] | None) -> list[Path]:
+    """The dataset files given, and those in the folders given (extensions included); results/datasets' when None."""
+    folders = [REPO / "results" / "datasets"] if datasets is None else datasets
+    return sorted(path.resolve() for folder in folders
+                  for path in ([folder] if folder.is_file() else folder.glob("**/*.parquet")))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=Path, nargs="*", default=None,
                         help="dataset files (default: results/datasets/*.parquet and their extensions)")
     parser.add_argument("--out", type=Path, default=OUT)
     arguments = parser.parse_args(argv)
-    datasets = [REPO / "results" / "datasets"] if arguments.datasets is None else arguments.datasets
-    paths = sorted(path.resolve() for folder in datasets
-                   for path in ([folder] if folder.is_file() else folder.glob("**/*.parquet")))
+    paths = dataset_paths(arguments.datasets)
     if not paths:
-        parser.error(f"no dataset files in {', '.join(map(str, datasets))}")
+        parser.error(f"no dataset files in {', '.join(map(str, arguments.datasets or ['results/datasets']))}")
     commits = kernel_commits()
     hashes = commit_hashes(commits, CACHE)
     dates = dict(commits)
