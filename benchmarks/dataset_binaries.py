@@ -2,12 +2,13 @@
 as under the code that timed them: a replay's recorded timings stand for today's kernels only where they do.
 
 Run: `.venv/bin/python benchmarks/dataset_binaries.py` (CPU, no GPU: Triton compiles for sm_90 through
-`measure.cross_compile`; about 20 minutes on 2 cores the first time, seconds after). The code that timed a dataset is
+`measure.cross_compile`; about 9 minutes on 2 cores the first time, seconds after). The code that timed a dataset is
 the first commit whose kernel code has a hash the dataset recorded (benchmarks/dataset_sources.py finds them); where it
 recorded none, the commit that added the file, an inference marked as such. Up to --shapes-per-dataset shapes of each
 file (a seeded sample) have their best config compiled by that commit's code, in a subprocess on a `git archive` of its
-lib/, and by the current code, with line info off; the cubins' hashes are compared. Each answer is kept at once in
-build/kernel_binaries.json (per Triton version), so a killed run resumes. Writes results/dataset_binaries.md.
+lib/, and by the current code, with line info off; the cubins' hashes are compared, and where they differ the opcodes
+of their instructions in order. Each answer is kept at once in build/kernel_binaries.json (per Triton version; the
+current code's answers under its kernel source hashes), so a killed run resumes. Writes results/dataset_binaries.md.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from tunebench.tables import markdown_table
 
 OUT = REPO / "results" / "dataset_binaries.md"
 CACHE = REPO / "build" / "kernel_binaries.json"
-CURRENT = "current"  # the code key of the working tree's kernels
+CURRENT = "current:"  # the code key of the working tree's kernels begins so, and goes on with their source hashes
 UNCOMPILED_KERNELS = {"compressed_matmul": "its compile_only builds several kernels and returns none of them"}
 JOBS_PER_SUBPROCESS = 16
 # Run by a commit's own code (argv: its lib/ folder, the current measure/cross_compile.py): for each job, the sha256
@@ -132,7 +133,7 @@ def job(kernel: str, config: Mapping[str, Any], shape: Sequence[int], dtype: str
 
 
 def job_key(code: str, compile_job: Job) -> str:
-    """The cache's key of a job's answer by one code (CURRENT or a commit)."""
+    """The cache's key of a job's answer by one code (the current code's key or a commit)."""
     kernel, config, shape, dtype = compile_job
     return json.dumps([code, kernel, dict(config), list(shape), dtype])
 
@@ -145,8 +146,8 @@ def compile_batch(lib: Path, jobs: Sequence[Job]) -> list[str]:
                        "TRITON_INTERPRET": "0"}  # the interpreter compiles nothing
         answer = subprocess.run(
             [sys.executable, "-c", COMPILE_AT_COMMIT, str(lib), str(REPO / "lib/tunebench/measure/cross_compile.py")],
-            input=json.dumps([[kernel, dict(config), shape, dtype] for kernel, config, shape, dtype in jobs]), capture_output=True, text=True, env=environment,
-            timeout=120 * len(jobs))
+            input=json.dumps([[kernel, dict(config), shape, dtype] for kernel, config, shape, dtype in jobs]),
+            capture_output=True, text=True, env=environment, timeout=120 * len(jobs))
     if answer.returncode != 0:
         line = (answer.stderr.strip().splitlines() or [f"exit status {answer.returncode}"])[-1]
         return [f"error: the compile subprocess failed: {line[:200]}"] * len(jobs)
@@ -154,8 +155,8 @@ def compile_batch(lib: Path, jobs: Sequence[Job]) -> list[str]:
 
 
 def compile_all(jobs: Mapping[str, Sequence[Job]], cache: Path, workers: int) -> dict[str, str]:
-    """Every job's answer by code key (CURRENT or a commit): from the cache where it holds it, the rest compiled in
-    `workers` subprocesses at once, the cache rewritten after each batch."""
+    """Every job's answer by code key (the current code's or a commit): from the cache where it holds it, the rest
+    compiled in `workers` subprocesses at once, the cache rewritten after each batch."""
     stored = json.loads(cache.read_text()) if cache.exists() else {}
     known: dict[str, str] = stored.get("answers", {}) if stored.get("triton") == triton.__version__ else {}
     missing = {code: [each for each in dict.fromkeys(code_jobs) if job_key(code, each) not in known]
@@ -165,7 +166,7 @@ def compile_all(jobs: Mapping[str, Sequence[Job]], cache: Path, workers: int) ->
     with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(workers) as pool, \
             tqdm(total=sum(len(batch) for _, batch in batches), desc="compiling best configs for sm_90",
                  unit="config", file=sys.stderr, disable=not batches) as progress:
-        libs = {code: REPO / "lib" if code == CURRENT else archived_lib(code, Path(folder) / code)
+        libs = {code: REPO / "lib" if code.startswith(CURRENT) else archived_lib(code, Path(folder) / code)
                 for code in {code for code, _ in batches}}
         futures = {pool.submit(compile_batch, libs[code], batch): (code, batch) for code, batch in batches}
         for future in concurrent.futures.as_completed(futures):
@@ -230,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no dataset files in {', '.join(map(str, arguments.datasets or ['results/datasets']))}")
     commits = kernel_commits()
     spans = {kernel: source_spans(commits, commit_hashes(commits, SOURCE_CACHE), kernel) for kernel in KERNELS}
+    current = {kernel: kernel_source_sha256(get_kernel(kernel)) for kernel in KERNELS}
+    current_code = CURRENT + ",".join(current.values())
     plan = []  # (path, kernel, dtype, [TimingCode], [(shape, config)])
     jobs: dict[str, list[Job]] = {}
     for path in paths:
@@ -242,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         codes = timing_codes(metadata.get("provenance") or {}, spans[kernel], adding)
         best = best_configs(path, arguments.shapes_per_dataset)
         plan.append((path, kernel, dtype, codes, best))
-        for code in [CURRENT, *(code.commit for code in codes if code.commit)]:
+        for code in [current_code, *(code.commit for code in codes if code.commit)]:
             jobs.setdefault(code, []).extend(job(kernel, config, shape, dtype) for shape, config in best)
     known = compile_all(jobs, CACHE, arguments.workers)
     rows = []
@@ -251,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not codes:
             rows.append([name, kernel, "", "", "", "", "", f"not compiled: {UNCOMPILED_KERNELS[kernel]}"])
             continue
-        now = [known[job_key(CURRENT, job(kernel, config, shape, dtype))] for shape, config in best]
+        now = [known[job_key(current_code, job(kernel, config, shape, dtype))] for shape, config in best]
         for code in codes:
             if code.commit is None:
                 rows.append([name, kernel, code.how, str(len(best)), "", "", "",
@@ -262,7 +265,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows.append([name, kernel, code.how, str(len(best)), str(len(comparison.same)),
                          str(len(comparison.same_opcodes)), str(len(comparison.different)), describe(best, comparison)])
     totals = [sum(int(row[column]) for row in rows if row[column]) for column in (4, 5, 6)]
-    current = {kernel: kernel_source_sha256(get_kernel(kernel)) for kernel in KERNELS}
     text = "\n".join([
         "# Whether each recorded dataset's best configs compile today as they did when timed",
         "",
