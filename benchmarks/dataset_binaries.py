@@ -113,10 +113,12 @@ def plain(value: Any) -> Any:
 
 
 def timing_codes(provenance: Mapping[str, Any], spans: Mapping[str, Sequence[tuple[str, str | None]]],
-                 adding_commit: str) -> list[TimingCode]:
+                 adding_commit: str | None) -> list[TimingCode]:
     """The code behind each kernel source hash the provenance records (the first commit whose code hashes so, or
-    None); where it records none, the commit that added the file, as an inference."""
+    None); where it records none, the commit that added the file (None: not committed yet), as an inference."""
     recorded = recorded_kernel_sources(provenance)
+    if not recorded and adding_commit is None:
+        return [TimingCode(None, "not recorded, and the file is not committed")]
     if not recorded:
         return [TimingCode(adding_commit, f"not recorded; inferred: the commit that added the file, "
                                           f"`{adding_commit[:7]}`")]
@@ -241,8 +243,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if kernel in UNCOMPILED_KERNELS:
             plan.append((path, kernel, dtype, [], []))
             continue
-        adding = git("log", "--diff-filter=A", "--format=%H", "--", str(path.relative_to(REPO))).split()[-1]
-        codes = timing_codes(metadata.get("provenance") or {}, spans[kernel], adding)
+        adding = (git("log", "--diff-filter=A", "--format=%H", "--", str(path.relative_to(REPO))).split()
+                  if path.is_relative_to(REPO) else [])
+        codes = timing_codes(metadata.get("provenance") or {}, spans[kernel], adding[-1] if adding else None)
         best = best_configs(path, arguments.shapes_per_dataset)
         plan.append((path, kernel, dtype, codes, best))
         for code in [current_code, *(code.commit for code in codes if code.commit)]:

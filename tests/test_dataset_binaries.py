@@ -29,6 +29,8 @@ def test_the_timing_code_is_the_first_commit_with_the_recorded_hash_or_else_the_
     assert codes[1].how == "zzz: no commit holds this code"
     [inferred] = timing_codes({"date": "2026-11-24"}, SPANS, ADDING)
     assert inferred.commit == ADDING and "inferred" in inferred.how
+    [uncommitted] = timing_codes({}, SPANS, None)
+    assert uncommitted.commit is None and "not committed" in uncommitted.how
 
 
 def test_best_configs_are_the_fastest_ok_rows_with_integer_values_and_a_seeded_sample(tmp_path):
