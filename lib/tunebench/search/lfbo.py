@@ -35,7 +35,8 @@ class LFBOPatternSearchSettings(StrategySettings):
     quantile: configs at or below this quantile of the finite latencies are labelled good (Helion: 0.1).
     similarity_penalty: weight of the mean leaf-similarity to already-picked candidates (Helion: 1.0).
     n_trees: trees in the forest (Helion: `n_estimators=100`, `criterion="log_loss"`; we fit with n_jobs=1 and
-        a seed from the strategy's rng where Helion uses n_jobs=-1 and random_state=42).
+        a seed from the strategy's rng where Helion uses n_jobs=-1 and random_state=42: on a 16-core GPU host more
+        jobs made LFBO's fits 1.4x slower, results/lfbo_fit_jobs/gpu_host_16cores.md).
     """
 
     initial_population: int = 100
