@@ -2,10 +2,10 @@
 as under the code that timed them: a replay's recorded timings stand for today's kernels only where they do.
 
 Run: `.venv/bin/python benchmarks/dataset_binaries.py` (CPU, no GPU: Triton compiles for sm_90 through
-`measure.cross_compile`; about 9 minutes on 2 cores the first time, seconds after). The code that timed a dataset is
-the first commit whose kernel code has a hash the dataset recorded (benchmarks/dataset_sources.py finds them); where it
+`measure.cross_compile`; about 9 minutes on 2 cores the first time, seconds after). The code that timed a sitting is
+the first commit whose kernel code has the hash it recorded (benchmarks/dataset_sources.py finds them); where it
 recorded none, the commit that added the file, an inference marked as such. Up to --shapes-per-dataset shapes of each
-file (a seeded sample) have their best config compiled by that commit's code, in a subprocess on a `git archive` of its
+file (a seeded sample) have their best config compiled by its sitting's code, in a subprocess on a `git archive` of its
 lib/, and by the current code, with line info off; the cubins' hashes are compared, and where they differ the opcodes
 of their instructions in order. Each answer is kept at once in build/kernel_binaries.json (per Triton version; the
 current code's answers under its kernel source hashes), so a killed run resumes. Writes results/dataset_binaries.md.
@@ -23,7 +23,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import pandas as pd
 import pyarrow.compute as pc
@@ -35,7 +35,7 @@ from dataset_sources import (CACHE as SOURCE_CACHE, REPO, archived_lib, commit_h
                              environment_without_pythonpath, git, kernel_commits, source_spans)
 from tunebench.files import write_text_atomically
 from tunebench.kernels import KERNELS, get_kernel, kernel_source_sha256
-from tunebench.measure.dataset import recorded_kernel_sources
+from tunebench.measure.dataset import sitting_kernel_sources
 from tunebench.tables import markdown_table
 
 OUT = REPO / "results" / "dataset_binaries.md"
@@ -91,17 +91,28 @@ class TimingCode:
     how: str
 
 
-def best_configs(path: Path, count: int, seed: int = 0) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
-    """(shape, best ok config) of up to `count` of the file's shapes, a seeded sample in shape order; the file alone,
+class Best(NamedTuple):
+    """A shape's best ok config, and the sitting that timed it (None where the file does not say)."""
+
+    shape: tuple[int, ...]
+    config: dict[str, Any]
+    sitting: int | None
+
+
+def best_configs(path: Path, count: int, seed: int = 0) -> list[Best]:
+    """The best ok config of up to `count` of the file's shapes, a seeded sample in shape order; the file alone,
     without its extensions."""
-    metadata = json.loads(pq.read_schema(path).metadata[b"tunebench"])
+    schema = pq.read_schema(path)
+    metadata = json.loads(schema.metadata[b"tunebench"])
     shape_names = list(metadata["shape_names"])
     parameter_names = [parameter["name"] for parameter in metadata["parameters"]]
-    table = pq.read_table(path, columns=["source", *shape_names, *parameter_names, "status", "latency_ms"])
+    sitting = ["sitting"] if "sitting" in schema.names else []
+    table = pq.read_table(path, columns=["source", *shape_names, *parameter_names, *sitting, "status", "latency_ms"])
     # filtered before pandas sees it: the vendor rows' null parameters would turn integer columns into floats
     ok = table.filter(pc.and_(pc.equal(table["source"], "triton"), pc.equal(table["status"], "ok"))).to_pandas()
     best = ok.loc[ok.groupby(shape_names, sort=True)["latency_ms"].idxmin()]
-    rows = [(tuple(int(row[name]) for name in shape_names), {name: plain(row[name]) for name in parameter_names})
+    rows = [Best(tuple(int(row[name]) for name in shape_names), {name: plain(row[name]) for name in parameter_names},
+                 None if pd.isna(row.get("sitting", pd.NA)) else int(row["sitting"]))
             for row in best.to_dict("records")]
     chosen = sorted(random.Random(seed).sample(range(len(rows)), count)) if len(rows) > count else range(len(rows))
     return [rows[index] for index in chosen]
@@ -114,16 +125,21 @@ def plain(value: Any) -> Any:
 
 def timing_codes(provenance: Mapping[str, Any], spans: Mapping[str, Sequence[tuple[str, str | None]]],
                  adding_commit: str | None) -> list[TimingCode]:
-    """The code behind each kernel source hash the provenance records (the first commit whose code hashes so, or
-    None); where it records none, the commit that added the file (None: not committed yet), as an inference."""
-    recorded = recorded_kernel_sources(provenance)
-    if not recorded and adding_commit is None:
-        return [TimingCode(None, "not recorded, and the file is not committed")]
-    if not recorded:
-        return [TimingCode(adding_commit, f"not recorded; inferred: the commit that added the file, "
-                                          f"`{adding_commit[:7]}`")]
-    return [TimingCode(spans[source][0][0], f"{source}: `{spans[source][0][0][:7]}`") if spans.get(source)
-            else TimingCode(None, f"{source}: no commit holds this code") for source in recorded]
+    """The code that timed each sitting the provenance lists (one, when it lists none): the first commit whose code
+    has the sitting's recorded kernel source hash (None where no commit holds it); where the sitting recorded none,
+    the commit that added the file (None: not committed yet), as an inference."""
+    codes = []
+    for source in sitting_kernel_sources(provenance):
+        if source is None and adding_commit is None:
+            codes.append(TimingCode(None, "not recorded, and the file is not committed"))
+        elif source is None:
+            codes.append(TimingCode(adding_commit, f"not recorded; inferred: the commit that added the file, "
+                                                   f"`{adding_commit[:7]}`"))
+        elif spans.get(source):
+            codes.append(TimingCode(spans[source][0][0], f"{source}: `{spans[source][0][0][:7]}`"))
+        else:
+            codes.append(TimingCode(None, f"{source}: no commit holds this code"))
+    return codes
 
 
 Job = tuple[str, tuple[tuple[str, Any], ...], tuple[int, ...], str]  # kernel, config as sorted items, shape, dtype
@@ -206,6 +222,20 @@ def compare(then: Sequence[str], now: Sequence[str]) -> Comparison:
     return Comparison(same, same_opcodes, different, errors)
 
 
+def code_groups(codes: Sequence[TimingCode], best: Sequence[Best]) -> list[tuple[TimingCode, list[Best]]]:
+    """The sampled best configs each timing code compiles: where every one names its sitting, each goes to its
+    sitting's code; otherwise every distinct code compiles the whole sample."""
+    if not best or any(item.sitting is None for item in best):
+        return [(code, list(best)) for code in dict.fromkeys(codes)]
+    beyond = sorted({item.sitting for item in best if item.sitting >= len(codes)})
+    if beyond:
+        raise ValueError(f"rows name sittings {beyond}, but the provenance lists {len(codes)}")
+    groups: dict[TimingCode, list[Best]] = {}
+    for item in best:
+        groups.setdefault(codes[item.sitting], []).append(item)
+    return list(groups.items())
+
+
 def describe(best: Sequence[tuple[tuple[int, ...], Mapping[str, Any]]], comparison: Comparison, shown: int = 4) -> str:
     """The note of one row: the shapes whose best config compiles to other instructions today (the first few), and
     the errors."""
@@ -235,35 +265,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     spans = {kernel: source_spans(commits, commit_hashes(commits, SOURCE_CACHE), kernel) for kernel in KERNELS}
     current = {kernel: kernel_source_sha256(get_kernel(kernel)) for kernel in KERNELS}
     current_code = CURRENT + ",".join(current.values())
-    plan = []  # (path, kernel, dtype, [TimingCode], [(shape, config)])
+    plan = []  # (path, kernel, dtype, [(TimingCode, [Best])])
     jobs: dict[str, list[Job]] = {}
     for path in paths:
         metadata = json.loads(pq.read_schema(path).metadata[b"tunebench"])
         kernel, dtype = metadata["kernel"], metadata["dtype"]
         if kernel in UNCOMPILED_KERNELS:
-            plan.append((path, kernel, dtype, [], []))
+            plan.append((path, kernel, dtype, []))
             continue
         adding = (git("log", "--diff-filter=A", "--format=%H", "--", str(path.relative_to(REPO))).split()
                   if path.is_relative_to(REPO) else [])
         codes = timing_codes(metadata.get("provenance") or {}, spans[kernel], adding[-1] if adding else None)
-        best = best_configs(path, arguments.shapes_per_dataset)
-        plan.append((path, kernel, dtype, codes, best))
-        for code in [current_code, *(code.commit for code in codes if code.commit)]:
-            jobs.setdefault(code, []).extend(job(kernel, config, shape, dtype) for shape, config in best)
+        groups = code_groups(codes, best_configs(path, arguments.shapes_per_dataset))
+        plan.append((path, kernel, dtype, groups))
+        for code, best in groups:
+            for key in [current_code, code.commit] if code.commit else [current_code]:
+                jobs.setdefault(key, []).extend(job(kernel, item.config, item.shape, dtype) for item in best)
     known = compile_all(jobs, CACHE, arguments.workers)
     rows = []
-    for path, kernel, dtype, codes, best in plan:
+    for path, kernel, dtype, groups in plan:
         name = os.path.relpath(path, REPO)
-        if not codes:
+        if not groups:
             rows.append([name, kernel, "", "", "", "", "", f"not compiled: {UNCOMPILED_KERNELS[kernel]}"])
             continue
-        now = [known[job_key(current_code, job(kernel, config, shape, dtype))] for shape, config in best]
-        for code in codes:
+        for code, best in groups:
             if code.commit is None:
                 rows.append([name, kernel, code.how, str(len(best)), "", "", "",
                              "not compiled: no commit holds the code"])
                 continue
-            then = [known[job_key(code.commit, job(kernel, config, shape, dtype))] for shape, config in best]
+            now = [known[job_key(current_code, job(kernel, item.config, item.shape, dtype))] for item in best]
+            then = [known[job_key(code.commit, job(kernel, item.config, item.shape, dtype))] for item in best]
             comparison = compare(then, now)
             rows.append([name, kernel, code.how, str(len(best)), str(len(comparison.same)),
                          str(len(comparison.same_opcodes)), str(len(comparison.different)), describe(best, comparison)])
@@ -277,8 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         f"The current code's hashes: {', '.join(f'{kernel} {source}' for kernel, source in current.items())}. Per "
         f"file, up to {arguments.shapes_per_dataset} shapes (a seeded sample) have their recorded best config "
-        "compiled by the code that timed them and by the current code. Where a file recorded several hashes and no "
-        "sitting per row, each code compiles the same sample. 'Same opcodes, other operands': the two cubins differ, "
+        "compiled by the code that timed them and by the current code. Where each row names the sitting that timed it, "
+        "a shape's best config is compiled by its sitting's code (one table row per code); where a file recorded "
+        "several sittings' codes and no sitting per row, each code compiles the whole sample. 'Same opcodes, other operands': the two cubins differ, "
         "but their instructions' opcodes, in order, are the same (`nvdisasm`); what differs is operands, such as the "
         "offset of a kernel parameter after the signature changed.",
         "",

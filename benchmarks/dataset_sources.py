@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from tunebench.files import write_text_atomically
 from tunebench.kernels import KERNELS, get_kernel, kernel_source_sha256
-from tunebench.measure.dataset import recorded_kernel_sources, sitting_count
+from tunebench.measure.dataset import sitting_kernel_sources
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -133,17 +133,21 @@ def describe_source(source: str, spans: Mapping[str, Sequence[tuple[str, str | N
 
 def dataset_rows(paths: Sequence[Path], spans: Mapping[str, Mapping[str, Sequence[tuple[str, str | None]]]],
                  dates: Mapping[str, str], current: Mapping[str, str]) -> list[list[str]]:
-    """One row per dataset file: its kernel, sittings, each recorded source and its commits, and whether the
-    current code hashes the same."""
+    """One row per dataset file: its kernel, sittings, each recorded source and its commits (and how many sittings
+    recorded none), and whether every sitting recorded the hash the current code has."""
     rows = []
     for path in paths:
         metadata = json.loads(pq.read_schema(path).metadata[b"tunebench"])
         kernel = metadata["kernel"]
-        provenance = metadata.get("provenance") or {}
-        recorded = recorded_kernel_sources(provenance)
-        described = "<br>".join(describe_source(source, spans.get(kernel, {}), dates) for source in recorded)
-        rows.append([os.path.relpath(path, REPO), kernel, str(sitting_count(provenance)),
-                     described or "not recorded", "yes" if recorded == [current.get(kernel)] else "no"])
+        sources = sitting_kernel_sources(metadata.get("provenance") or {})
+        recorded = list(dict.fromkeys(source for source in sources if source))
+        unrecorded = sources.count(None)
+        described = [describe_source(source, spans.get(kernel, {}), dates) for source in recorded]
+        if unrecorded:
+            described.append("not recorded" if not recorded else f"not recorded by {unrecorded} of {len(sources)} "
+                                                                 "sittings")
+        rows.append([os.path.relpath(path, REPO), kernel, str(len(sources)), "<br>".join(described),
+                     "yes" if set(sources) == {current.get(kernel)} else "no"])
     return rows
 
 

@@ -11,7 +11,8 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from dataset_binaries import best_configs, compare, compile_batch, describe, job, timing_codes  # noqa: E402
+from dataset_binaries import (Best, TimingCode, best_configs, code_groups, compare, compile_batch, describe,  # noqa: E402
+                             job, timing_codes)
 from tunebench.measure.dataset import Dataset, save_dataset  # noqa: E402
 from tunebench.space import Flag, PowerOfTwo  # noqa: E402
 
@@ -31,6 +32,25 @@ def test_the_timing_code_is_the_first_commit_with_the_recorded_hash_or_else_the_
     assert inferred.commit == ADDING and "inferred" in inferred.how
     [uncommitted] = timing_codes({}, SPANS, None)
     assert uncommitted.commit is None and "not committed" in uncommitted.how
+    # a sweep before the hash was recorded, with a later sitting that recorded one: one code per sitting
+    mixed = timing_codes({"date": "2026-11-22", "sittings": [{"date": "2026-11-22"},
+                                                             {"date": "2026-12-05", "kernel_source_sha256": "aaa"}]},
+                         SPANS, ADDING)
+    assert [code.commit for code in mixed] == [ADDING, FIRST] and "inferred" in mixed[0].how
+
+
+def test_each_best_config_is_compiled_by_its_own_sitting_s_code_where_the_rows_name_their_sittings():
+    then, later = TimingCode(ADDING, "inferred"), TimingCode(FIRST, "aaa")
+    best = [Best((1,), {}, 0), Best((2,), {}, 1), Best((3,), {}, 0)]
+    assert code_groups([then, later], best) == [(then, [best[0], best[2]]), (later, [best[1]])]
+    unnamed = [Best((1,), {}, None), Best((2,), {}, None)]
+    assert code_groups([then, later, then], unnamed) == [(then, unnamed), (later, unnamed)]
+    try:
+        code_groups([then], best)
+    except ValueError as error:
+        assert "sittings [1]" in str(error) and "lists 1" in str(error)
+    else:
+        raise AssertionError("a row naming a sitting the provenance lacks was accepted")
 
 
 def test_best_configs_are_the_fastest_ok_rows_with_integer_values_and_a_seeded_sample(tmp_path):
@@ -48,12 +68,18 @@ def test_best_configs_are_the_fastest_ok_rows_with_integer_values_and_a_seeded_s
                          parameters=(PowerOfTwo("BLOCK", 16, 64), Flag("split")), measurements=pd.DataFrame(rows),
                          vendor=vendor, provenance={}), path)
     best = best_configs(path, count=5)
-    assert best == [((16,), {"BLOCK": 32, "split": True}), ((32,), {"BLOCK": 32, "split": True}),
-                    ((48,), {"BLOCK": 16, "split": False})]
-    assert all(type(config["BLOCK"]) is int and type(config["split"]) is bool for _, config in best)
+    assert best == [Best((16,), {"BLOCK": 32, "split": True}, None), Best((32,), {"BLOCK": 32, "split": True}, None),
+                    Best((48,), {"BLOCK": 16, "split": False}, None)]
+    assert all(type(item.config["BLOCK"]) is int and type(item.config["split"]) is bool for item in best)
     sample = best_configs(path, count=2)
     assert len(sample) == 2 and sample == best_configs(path, count=2) and all(item in best for item in sample)
-    assert [shape for shape, _ in sample] == sorted(shape for shape, _ in sample)
+    assert [item.shape for item in sample] == sorted(item.shape for item in sample)
+    for row in rows:
+        row["sitting"] = 1 if row["M"] == 48 else 0
+    save_dataset(Dataset(kernel="toy", dtype="float16", gpu="GPU", shape_names=("M",),
+                         parameters=(PowerOfTwo("BLOCK", 16, 64), Flag("split")), measurements=pd.DataFrame(rows),
+                         vendor=vendor.assign(sitting=0), provenance={"sittings": [{}, {}]}), path)
+    assert [item.sitting for item in best_configs(path, count=5)] == [0, 0, 1]
 
 
 def test_compare_tells_same_cubins_same_opcodes_and_other_instructions_apart_and_names_the_shapes():

@@ -301,5 +301,9 @@ def test_provenance_line_names_the_kernel_source_measured_beside_the_current_cod
     assert f"kernel source {current}, the current code's" in provenance_line(dataset)
     dataset.provenance["sittings"] = [{"measured_before": 0}, {"measured_before": 5, "kernel_source_sha256": "ab12"}]
     assert f"kernel source {current}, ab12 (the current code's: {current})" in provenance_line(dataset)
+    dataset.provenance.pop("kernel_source_sha256")  # a sweep from before the hash, with a later sitting that has it
+    dataset.provenance["sittings"] = [{"measured_before": 0}, {"measured_before": 5, "kernel_source_sha256": current}]
+    assert (f"kernel source {current}, not recorded by 1 of 2 sittings (the current code's: {current})"
+            in provenance_line(dataset))
     kerneltuner = dataclasses.replace(small_dataset(), kernel="convolution")
     assert "kernel source" not in provenance_line(kerneltuner)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from tunebench.kernels import KERNELS, get_kernel, kernel_source_sha256
-from tunebench.measure.dataset import SITTING, recorded_kernel_sources, repeat_spread, sitting_count
+from tunebench.measure.dataset import SITTING, repeat_spread, sitting_count, sitting_kernel_sources
 from tunebench.measure.result import Status
 
 if TYPE_CHECKING:
@@ -154,10 +154,13 @@ def kernel_source_note(dataset: Dataset) -> str:
     if dataset.kernel not in KERNELS:
         return ""
     current = kernel_source_sha256(get_kernel(dataset.kernel))
-    recorded = recorded_kernel_sources(dataset.provenance)
-    if recorded == [current]:
+    sources = sitting_kernel_sources(dataset.provenance)
+    if set(sources) == {current}:
         return f"kernel source {current}, the current code's"
-    measured = ", ".join(recorded) if recorded else "not recorded"
+    recorded = list(dict.fromkeys(source for source in sources if source))
+    unrecorded = sources.count(None)
+    measured = ", ".join(recorded + ([f"not recorded by {unrecorded} of {len(sources)} sittings"] if unrecorded
+                                     else [])) if recorded else "not recorded"
     return f"kernel source {measured} (the current code's: {current})"
 
 

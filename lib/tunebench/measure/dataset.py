@@ -391,6 +391,12 @@ def recorded_kernel_sources(provenance: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(value for value in hashes if value))
 
 
+def sitting_kernel_sources(provenance: Mapping[str, Any]) -> list[str | None]:
+    """Each sitting's kernel source hash, in the order the provenance lists the sittings (one, when it lists none),
+    a later sitting inheriting the first's where it recorded the same; None for a sitting that recorded none."""
+    return [record["provenance"].get("kernel_source_sha256") or None for record in provenance_records(provenance)]
+
+
 def has_sittings(dataset: Dataset) -> bool:
     """Whether the dataset's rows say which sitting measured them (the `sitting` column; null where unknown)."""
     return SITTING in dataset.measurements or SITTING in dataset.vendor
