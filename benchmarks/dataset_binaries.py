@@ -85,10 +85,12 @@ print(json.dumps(answers))
 
 @dataclass(frozen=True)
 class TimingCode:
-    """The code that timed (some of) a dataset: a commit, or None where no commit holds it, and how that is known."""
+    """The code that timed (some of) a dataset: a commit, or None where no commit holds it, how that is known, and
+    whether it is inferred (the sitting recorded no hash)."""
 
     commit: str | None
     how: str
+    inferred: bool = False
 
 
 class Best(NamedTuple):
@@ -131,10 +133,10 @@ def timing_codes(provenance: Mapping[str, Any], spans: Mapping[str, Sequence[tup
     codes = []
     for source in sitting_kernel_sources(provenance):
         if source is None and adding_commit is None:
-            codes.append(TimingCode(None, "not recorded, and the file is not committed"))
+            codes.append(TimingCode(None, "not recorded, and the file is not committed", inferred=True))
         elif source is None:
             codes.append(TimingCode(adding_commit, f"not recorded; inferred: the commit that added the file, "
-                                                   f"`{adding_commit[:7]}`"))
+                                                   f"`{adding_commit[:7]}`", inferred=True))
         elif spans.get(source):
             codes.append(TimingCode(spans[source][0][0], f"{source}: `{spans[source][0][0][:7]}`"))
         else:
@@ -224,9 +226,12 @@ def compare(then: Sequence[str], now: Sequence[str]) -> Comparison:
 
 def code_groups(codes: Sequence[TimingCode], best: Sequence[Best]) -> list[tuple[TimingCode, list[Best]]]:
     """The sampled best configs each timing code compiles: where every one names its sitting, each goes to its
-    sitting's code; otherwise every distinct code compiles the whole sample."""
+    sitting's code; otherwise every distinct recorded code compiles the whole sample (the inferred one only where no
+    sitting recorded a hash: which rows the others timed is unknown, and a later recorded sitting may have timed
+    them again)."""
     if not best or any(item.sitting is None for item in best):
-        return [(code, list(best)) for code in dict.fromkeys(codes)]
+        recorded = [code for code in codes if not code.inferred] or list(codes)
+        return [(code, list(best)) for code in dict.fromkeys(recorded)]
     beyond = sorted({item.sitting for item in best if item.sitting >= len(codes)})
     if beyond:
         raise ValueError(f"rows name sittings {beyond}, but the provenance lists {len(codes)}")
@@ -309,8 +314,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"The current code's hashes: {', '.join(f'{kernel} {source}' for kernel, source in current.items())}. Per "
         f"file, up to {arguments.shapes_per_dataset} shapes (a seeded sample) have their recorded best config "
         "compiled by the code that timed them and by the current code. Where each row names the sitting that timed it, "
-        "a shape's best config is compiled by its sitting's code (one table row per code); where a file recorded "
-        "several sittings' codes and no sitting per row, each code compiles the whole sample. 'Same opcodes, other operands': the two cubins differ, "
+        "a shape's best config is compiled by its sitting's code (one table row per code); where rows name no sitting, "
+        "each recorded code compiles the whole sample, and sittings that recorded none (dataset_sources.md counts "
+        "them) are left out unless no sitting recorded one. 'Same opcodes, other operands': the two cubins differ, "
         "but their instructions' opcodes, in order, are the same (`nvdisasm`); what differs is operands, such as the "
         "offset of a kernel parameter after the signature changed.",
         "",

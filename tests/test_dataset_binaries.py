@@ -11,8 +11,8 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from dataset_binaries import (Best, TimingCode, best_configs, code_groups, compare, compile_batch, describe,  # noqa: E402
-                             job, timing_codes)
+from dataset_binaries import (  # noqa: E402
+    Best, TimingCode, best_configs, code_groups, compare, compile_batch, describe, job, timing_codes)
 from tunebench.measure.dataset import Dataset, save_dataset  # noqa: E402
 from tunebench.space import Flag, PowerOfTwo  # noqa: E402
 
@@ -40,11 +40,12 @@ def test_the_timing_code_is_the_first_commit_with_the_recorded_hash_or_else_the_
 
 
 def test_each_best_config_is_compiled_by_its_own_sitting_s_code_where_the_rows_name_their_sittings():
-    then, later = TimingCode(ADDING, "inferred"), TimingCode(FIRST, "aaa")
+    then, later, other = TimingCode(ADDING, "inferred", inferred=True), TimingCode(FIRST, "aaa"), TimingCode(LATER, "b")
     best = [Best((1,), {}, 0), Best((2,), {}, 1), Best((3,), {}, 0)]
     assert code_groups([then, later], best) == [(then, [best[0], best[2]]), (later, [best[1]])]
     unnamed = [Best((1,), {}, None), Best((2,), {}, None)]
-    assert code_groups([then, later, then], unnamed) == [(then, unnamed), (later, unnamed)]
+    assert code_groups([then, later, other, later], unnamed) == [(later, unnamed), (other, unnamed)]
+    assert code_groups([then, then], unnamed) == [(then, unnamed)]
     try:
         code_groups([then], best)
     except ValueError as error:
