@@ -11,7 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from tunebench.dataset_summary import STATUSES, best_per_shape, speedup_summary, status_shares, timing_spread
+from tunebench.dataset_summary import (STATUSES, best_per_shape, sittings_table, speedup_summary, status_shares,
+                                      timing_spread)
 from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import load_dataset
 from tunebench.tables import markdown_table
@@ -33,7 +34,9 @@ def main() -> int:
         f"# {data.kernel} {data.dtype} on {data.gpu}",
         f"Command: `{' '.join(['python', *sys.argv])}`  \nMeasured with: `{data.provenance.get('command', '?')}` "
         f"on {data.provenance.get('date', '?')} (torch {data.provenance.get('torch')}, "
-        f"Triton {data.provenance.get('triton')}, CUDA {data.provenance.get('cuda')}, driver {data.provenance.get('driver')})",
+        f"Triton {data.provenance.get('triton')}, CUDA {data.provenance.get('cuda')}, driver {data.provenance.get('driver')})"
+        + ("" if (sittings := sittings_table(data)).empty else
+           f" and {len(sittings) - 1} more sitting(s):\n\n" + markdown_table(sittings)),
         "## Valid configs and failure shares per shape",
         markdown_table(shares[[*shapes, "configs", "valid", *[s for s in STATUSES if s != "ok"]]], "{:.1%}"),
         timing_spread(data),

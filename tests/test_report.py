@@ -19,8 +19,9 @@ from papermill.exceptions import PapermillExecutionError
 
 from tunebench import report
 from tunebench.kernels import get_kernel, kernel_source_sha256
-from tunebench.dataset_summary import best_per_shape, first_shapes, provenance_line, shape_label, status_shares
-from tunebench.measure.dataset import Dataset, load_dataset, save_dataset
+from tunebench.dataset_summary import (best_per_shape, first_shapes, provenance_line, shape_label, sittings_table,
+                                      status_shares)
+from tunebench.measure.dataset import SITTING, Dataset, load_dataset, save_dataset
 from tunebench.plots import plot_best_vs_vendor, plot_latency_distributions
 from tunebench.space import Ordinal, PowerOfTwo
 
@@ -291,6 +292,20 @@ def test_provenance_line_counts_the_sittings_and_the_rows_that_say_which_timed_t
     line = provenance_line(load_dataset(report.REPO_ROOT / "results" / "dataset_sittings_check" / "h200" /
                                         "sittings.parquet"))
     assert "2 sittings, the first's shown; each row names its own;" in line
+
+
+def test_a_sweep_of_several_sittings_lists_each_with_the_rows_it_timed() -> None:
+    dataset = small_dataset()
+    assert sittings_table(dataset).empty
+    dataset.provenance.update(date="2026-11-22", command="first")
+    dataset.provenance["sittings"] = [{"measured_before": 0, "date": "2026-11-22"},
+                                      {"measured_before": 0, "date": "2026-12-05", "command": "again",
+                                       "kernel_source_sha256": "ab12"}]
+    table = sittings_table(dataset)
+    assert table[["date", "command", "kernel source", "rows"]].values.tolist() == [
+        ["2026-11-22", "first", "not recorded", ""], ["2026-12-05", "again", "ab12", ""]]
+    dataset.measurements[SITTING] = [0] * 16 + [1] * 8
+    assert sittings_table(dataset)["rows"].tolist() == ["16", "8"]
 
 
 def test_provenance_line_names_the_kernel_source_measured_beside_the_current_codes() -> None:

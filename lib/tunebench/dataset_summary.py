@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from tunebench.kernels import KERNELS, get_kernel, kernel_source_sha256
-from tunebench.measure.dataset import SITTING, repeat_spread, sitting_count, sitting_kernel_sources
+from tunebench.measure.dataset import (SITTING, provenance_records, repeat_spread, sitting_count,
+                                      sitting_kernel_sources)
 from tunebench.measure.result import Status
 
 if TYPE_CHECKING:
@@ -162,6 +163,21 @@ def kernel_source_note(dataset: Dataset) -> str:
     measured = ", ".join(recorded + ([f"not recorded by {unrecorded} of {len(sources)} sittings"] if unrecorded
                                      else [])) if recorded else "not recorded"
     return f"kernel source {measured} (the current code's: {current})"
+
+
+def sittings_table(dataset: Dataset) -> pd.DataFrame:
+    """One row per sitting of a sweep that took several: its date, command, kernel source hash and the rows it timed
+    (as the rows name their sittings; blank where they do not). Empty for a sweep of one sitting."""
+    records = provenance_records(dataset.provenance)
+    if len(records) < 2:
+        return pd.DataFrame()
+    named = SITTING in dataset.measurements and dataset.measurements[SITTING].notna().any()
+    counts = dataset.measurements[SITTING].value_counts() if named else pd.Series(dtype=int)
+    return pd.DataFrame([{"sitting": index, "date": record["provenance"].get("date", ""),
+                          "command": record["provenance"].get("command", ""),
+                          "kernel source": record["provenance"].get("kernel_source_sha256") or "not recorded",
+                          "rows": f"{int(counts.get(index, 0)):,}" if named else ""}
+                         for index, record in enumerate(records)])
 
 
 def provenance_line(dataset: Dataset) -> str:
