@@ -62,8 +62,8 @@ def summarize(out_dir: Path, command: str) -> str:
     gpu = timings[FAMILIES[0]].gpu.iloc[0]
     return "\n\n".join([
         "# The pointer GEMM and the TMA GEMM side by side, in rounds", f"Command: `{command}`",
-        f"On {gpu}, one sitting: each family's {TOP} fastest recorded configs per shape and cuBLAS, {ROUNDS} rounds per "
-        "family (the pointer GEMM's rounds first, then the TMA GEMM's), each round every config once in a seeded "
+        f"On {gpu}, one sitting: each family's {TOP} fastest recorded configs per shape and cuBLAS, {ROUNDS} rounds "
+        "per family (the pointer GEMM's rounds first, then the TMA GEMM's), each round every config once in a seeded "
         "shuffled order (the default timing policy) and cuBLAS once, before the configs in even rounds and after "
         "them in odd ones. Speeds against cuBLAS are medians over rounds of cuBLAS ms / the config's ms in the same "
         "round; \"vs the pointer GEMM's fastest\" is the ratio of the two families' fastest medians.",
