@@ -19,12 +19,11 @@ import pandas as pd
 
 from tma_rounds import ROUNDS, SHAPE, TOP, plan as family_plan
 from tunebench.files import write_text_atomically
-from tunebench.gemm_kernels import rounds_tables
+from tunebench.gemm_kernels import FAMILIES, families_table, read_families
 from tunebench.measure.rounds import time_in_rounds
 from tunebench.measure.timing import TimingPolicy
 from tunebench.tables import markdown_table
 
-FAMILIES = ("matmul", "matmul_tma")
 PLAN_COLUMNS = (*SHAPE, "recorded_rank", "recorded_ms", "recorded_vendor_ms")
 
 
@@ -47,18 +46,8 @@ def time_plans(out_dir: Path, plans: dict[str, pd.DataFrame], seed: int) -> None
                        kernel=family, vendor=True)
 
 
-def families_table(timings: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per shape and family: the fastest config's median over rounds and its speed against cuBLAS (rounds_tables),
-    and the family's speed against the pointer GEMM's fastest (ratio of medians over rounds)."""
-    rows = pd.concat([rounds_tables(frame)[0].assign(family=family) for family, frame in timings.items()],
-                     ignore_index=True)
-    pointer = rows[rows.family == FAMILIES[0]].set_index("shape")["its median ms"]
-    rows["vs the pointer GEMM's fastest"] = (pointer.reindex(rows["shape"]).to_numpy() / rows["its median ms"]).round(3)
-    return rows[["shape", "family", *[c for c in rows.columns if c not in ("shape", "family")]]]
-
-
 def summarize(out_dir: Path, command: str) -> str:
-    timings = {family: pd.read_csv(out_dir / f"{family}.csv") for family in FAMILIES}
+    timings = read_families(out_dir)
     gpu = timings[FAMILIES[0]].gpu.iloc[0]
     return "\n\n".join([
         "# The pointer GEMM and the TMA GEMM side by side, in rounds", f"Command: `{command}`",

@@ -60,9 +60,10 @@ def main() -> int:
                       args.out / "replay.parquet", workers=args.workers, clock=args.clock, startup_s=args.startup_s)
     by_seed = replay_by_seed(trace, args.dataset)
     write_text_atomically(args.out / "replay_by_seed.csv", by_seed.to_csv(index=False, float_format="%.4g"))
-    compile_workers = open_dataset(args.dataset).provenance.get("compile_workers")
+    provenance = open_dataset(args.dataset).provenance
+    compile_workers = provenance.get("compile_workers")
     text = "\n\n".join([
-        "# The TMA GEMM (`matmul_tma`) on the H200", f"Command: `{command}`",
+        f"# The TMA GEMM (`matmul_tma`) on the {provenance.get('gpu_name', 'recorded GPU')}", f"Command: `{command}`",
         f"## The recorded sweep (`{os.path.relpath(args.dataset.resolve(), REPO)}`)",
         "Every config of the space per shape, measured with the collector (CUDA events, L2 flushed, median of "
         "repeats, every output checked against an fp32 reference); cuBLAS measured the same way when the collector "

@@ -34,8 +34,8 @@ from IPython.display import Markdown, display
 from tunebench.dataset_summary import provenance_line
 from tunebench.gemm_kernels import (
     live_table, plot_live_against_vendor, plot_repeats_against_vendor, plot_replay_against_vendor, plot_side_by_side,
-    plot_sweep_against_vendor, repeats_table, replay_by_seed, replay_summary, rounds_tables, side_by_side_table,
-    sweep_table,
+    families_table, plot_sweep_against_vendor, read_families, repeats_table, replay_by_seed, replay_summary,
+    rounds_tables, side_by_side_table, sweep_table,
 )
 from tunebench.plots import resolve_dataset, table_style
 from tunebench.replay_fidelity import (
@@ -57,6 +57,7 @@ replay_workers = 2
 replay_clock = "sequential"  # or "pipelined": compiles overlap timing, as the live bench does ("Replay against live")
 replay_startup_s = 0.0  # seconds before the first batch a live run pays (H200: 10.86 s spawned, about 2 s forked)
 rounds = "results/matmul_tma/rounds_h200.csv"  # benchmarks/tma_rounds.py's re-timing of the sweep's top configs
+families = "results/gemm_families"  # benchmarks/gemm_families_rounds.py's timings of both families, side by side
 helion = ["results/helion_side_by_side/4096x4096x4096", "results/helion_side_by_side/256x11008x4096",
           "results/helion_side_by_side/32x28672x8192"]  # benchmarks/helion_side_by_side.py's runs, a folder per shape
 
@@ -66,7 +67,7 @@ recorded = open_dataset(path)
 live_dir = repo_path(live)
 show_run_header({"dataset": dataset, "live": live, "strategies": strategies, "replay_seeds": replay_seeds,
                  "replay_seconds": replay_seconds, "replay_workers": replay_workers, "replay_clock": replay_clock,
-                 "replay_startup_s": replay_startup_s, "rounds": rounds, "helion": helion},
+                 "replay_startup_s": replay_startup_s, "rounds": rounds, "families": families, "helion": helion},
                 {"dataset": provenance_line(recorded)})
 
 # %% [markdown]
@@ -87,6 +88,15 @@ plot_sweep_against_vendor(recorded);
 
 # %%
 display(table_style(rounds_tables(pd.read_csv(repo_path(rounds)))[0]))
+
+# %% [markdown]
+# ## Shapes off multiples of 16, on an H100: which family to search
+# The pointer GEMM's slowest shapes against cuBLAS have N and K that are multiples of 8 but not of 16, which the TMA
+# GEMM takes too. `benchmarks/gemm_families_rounds.py` timed both families' 8 fastest recorded configs per shape on
+# one H100 in shuffled rounds, cuBLAS in every round ("Shapes off multiples of 16" in docs/tma_gemm.md).
+
+# %%
+display(table_style(families_table(read_families(repo_path(families)))))
 
 # %% [markdown]
 # ## Replayed searches

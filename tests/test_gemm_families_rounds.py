@@ -8,6 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tunebench import gemm_kernels
+
 import stand_in_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -46,12 +48,11 @@ def test_both_families_are_timed_with_cublas_in_every_round_and_compared(tmp_pat
     monkeypatch.setattr(live, "GpuBench", FamilyBench)
     families.main(["--write-plan", str(tmp_path / "plan"), "--pointer", str(POINTER), "--tma", str(TMA)])
     families.main(["--plan", str(tmp_path / "plan"), "--out", str(tmp_path / "out")])
-    for family in families.FAMILIES:
+    for family in gemm_kernels.FAMILIES:
         timings = pd.read_csv(tmp_path / "out" / f"{family}.csv")
         assert timings.groupby("kind").size().to_dict() == {"config": 2 * families.TOP * families.ROUNDS,
                                                             "vendor": 2 * families.ROUNDS}
-    table = families.families_table({family: pd.read_csv(tmp_path / "out" / f"{family}.csv")
-                                     for family in families.FAMILIES}).set_index(["shape", "family"])
+    table = gemm_kernels.families_table(gemm_kernels.read_families(tmp_path / "out")).set_index(["shape", "family"])
     pointer = pd.read_csv(tmp_path / "plan" / "matmul.csv").query("M == 1000")
     assert table.loc[("1000x5000x3000", "matmul_tma"), "vs the pointer GEMM's fastest"] == pytest.approx(
         (2.0 + pointer.BLOCK_K.min() / 1000) / 0.5, abs=1e-3)

@@ -230,6 +230,24 @@ def rounds_tables(timings: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(rows), medians.round(4)
 
 
+FAMILIES = ("matmul", "matmul_tma")  # benchmarks/gemm_families_rounds.py's timings: <family>.csv in one folder
+
+
+def read_families(folder: Path) -> dict[str, pd.DataFrame]:
+    """benchmarks/gemm_families_rounds.py's timings in `folder`, per family."""
+    return {family: pd.read_csv(folder / f"{family}.csv") for family in FAMILIES}
+
+
+def families_table(timings: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per shape and family: the fastest config's median over rounds and its speed against cuBLAS (rounds_tables),
+    and the family's speed against the pointer GEMM's fastest (ratio of medians over rounds)."""
+    rows = pd.concat([rounds_tables(frame)[0].assign(family=family) for family, frame in timings.items()],
+                     ignore_index=True)
+    pointer = rows[rows.family == FAMILIES[0]].set_index("shape")["its median ms"]
+    rows["vs the pointer GEMM's fastest"] = (pointer.reindex(rows["shape"]).to_numpy() / rows["its median ms"]).round(3)
+    return rows[["shape", "family", *[c for c in rows.columns if c not in ("shape", "family")]]]
+
+
 # -- plots ---------------------------------------------------------------------------------------------------------
 
 VENDOR_LABEL = "speed against cuBLAS (cuBLAS ms / best so far)"
