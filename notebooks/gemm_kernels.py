@@ -12,13 +12,14 @@
 # ---
 
 # %% [markdown]
-# # Two GEMM kernels against cuBLAS: the TMA GEMM and the pointer GEMM on an H200
+# # Two GEMM kernels against cuBLAS: the TMA GEMM and the pointer GEMM on an H200 and an H100
 #
 # `matmul_tma` moves A, B and C through TMA descriptors made on the host, with persistent programs, warp
 # specialization, loop flattening and a split epilogue in its space; `matmul` is the pointer GEMM. This report shows
 # the TMA kernel's recorded sweep, strategies replayed on it, and the live searches of both kernels on the GPU,
 # beside the two points the tunebench team measured for Helion 1.0.0 at bf16 4096^3 on an H200, and Helion 1.0.0
-# itself run side by side with our LFBO there.
+# itself run side by side with our LFBO there; and, on an H100, both kernels side by side at the pointer GEMM's slowest
+# shapes.
 # `benchmarks/tma_kernel.py` writes the same tables, with 20 replay seeds, to `results/matmul_tma/summary.md`. Run
 # with other parameters:
 # `.venv/bin/python -m tunebench.report notebooks/gemm_kernels.py -p replay_seeds 10`.
