@@ -19,10 +19,10 @@ import pandas as pd
 from tunebench.files import write_text_atomically
 from tunebench.gemm_kernels import DATASET, FORKED, LIVE, replay_by_seed
 from tunebench.live_traces import summary_rows
-from tunebench.plots import shown_path
 from tunebench.replay_fidelity import (
     calibrated_startup_s, fidelity_table, first_batch_residuals, later_batches_summary, live_runs,
 )
+from tunebench.report import shown_path
 from tunebench.study import Budget, open_dataset, run_study, tasks_of
 from tunebench.tables import markdown_table
 

@@ -33,12 +33,13 @@ from threadpoolctl import threadpool_limits
 
 from tunebench.live_traces import across_shapes, summary_rows
 from tunebench.measure.replay import ReplayEvaluator
-from tunebench.plots import plot_efficiency_cdf, plot_live_traces, resolve_dataset, table_style
+from tunebench.notebook_tables import table_style
+from tunebench.plots import plot_efficiency_cdf, plot_live_traces
 from tunebench.predict import by_alignment, by_family, fit_predictor, grouped_folds, read_header, summarize_efficiency, training_data
 from tunebench.predict.compiled import load_table
 from tunebench.predict.evaluation import retimed_efficiency, shape_efficiency, thin_shapes
 from tunebench.predict.model import RankerSettings
-from tunebench.report import repo_path, set_style, show_run_header
+from tunebench.report import repo_path, resolve_dataset, set_style, show_run_header
 from tunebench.search import make_strategy
 from tunebench.search.warm_start import warm_start
 from tunebench.study import Budget, open_dataset, run_search

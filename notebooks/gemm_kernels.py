@@ -38,12 +38,12 @@ from tunebench.gemm_kernels import (
     families_table, plot_sweep_against_vendor, read_families, repeats_table, replay_by_seed, replay_summary,
     rounds_tables, side_by_side_table, sweep_table,
 )
-from tunebench.plots import resolve_dataset, table_style
+from tunebench.notebook_tables import table_style
 from tunebench.replay_fidelity import (
     calibrated_startup_s, fidelity_table, first_batch_residuals, later_batches_summary, live_runs,
     plot_replay_against_live, recorded_on_another_host, residuals_summary,
 )
-from tunebench.report import repo_path, set_style, show_run_header
+from tunebench.report import repo_path, resolve_dataset, set_style, show_run_header
 from tunebench.study import Budget, open_dataset, run_study, tasks_of
 
 set_style()

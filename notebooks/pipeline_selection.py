@@ -37,8 +37,7 @@ from tunebench.kernels.compressed_matmul.selection_study import (
     winner_summary, winners,
 )
 from tunebench.measure.dataset import load_dataset
-from tunebench.plots import resolve_dataset
-from tunebench.report import repo_path, set_style, show_run_header
+from tunebench.report import repo_path, resolve_dataset, set_style, show_run_header
 from tunebench.selection_plots import gains_table, plot_mlp_steps, plot_split, plot_winners, steps_table, style_table
 
 set_style()

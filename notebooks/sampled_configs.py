@@ -20,9 +20,10 @@
 
 # %%
 from tunebench.dataset_summary import provenance_line
-from tunebench.plots import open_study, plot_failure_share, plot_pca_by_latency, plot_pca_by_strategy
+from tunebench.plots import plot_failure_share, plot_pca_by_latency, plot_pca_by_strategy
 from tunebench.report import set_style, show_run_header
 from tunebench.study import open_dataset, task_references
+from tunebench.study_plan import open_study
 
 set_style()
 

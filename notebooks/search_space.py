@@ -22,9 +22,9 @@
 # %%
 from tunebench.dataset_summary import (STATUSES, best_per_shape, failure_count, first_shapes, speedup_summary,
                                        status_shares, timing_spread)
-from tunebench.plots import (plot_best_vs_vendor, plot_failures_by_parameter, plot_latency_distributions,
-                             plot_parameter_effects, plot_roofline, resolve_dataset)
-from tunebench.report import set_style, show_run_header
+from tunebench.report import resolve_dataset, set_style, show_run_header
+from tunebench.space_plots import (plot_best_vs_vendor, plot_failures_by_parameter, plot_latency_distributions,
+                                   plot_parameter_effects, plot_roofline)
 from tunebench.study import open_dataset
 
 set_style()

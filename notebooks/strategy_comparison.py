@@ -23,12 +23,13 @@
 
 # %%
 from tunebench.dataset_summary import provenance_line
-from tunebench.plots import (StudyPlan, methodology_table, overhead_table, overview_table, plot_failure_share,
-                             plot_fraction_aggregated, plot_fraction_per_task, plot_search_ends, search_ends,
-                             table_style)
 from tunebench.metrics import summarize
+from tunebench.notebook_tables import methodology_table, overhead_table, overview_table, table_style
+from tunebench.plots import (plot_failure_share, plot_fraction_aggregated, plot_fraction_per_task, plot_search_ends,
+                             search_ends)
 from tunebench.report import set_style, show_run_header
 from tunebench.study import open_dataset, task_references, tasks_by_kernel
+from tunebench.study_plan import StudyPlan
 
 set_style()
 

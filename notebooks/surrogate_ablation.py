@@ -24,7 +24,7 @@
 import time
 
 from tunebench.dataset_summary import provenance_line
-from tunebench.plots import table_style
+from tunebench.notebook_tables import table_style
 from tunebench.report import set_style, show_run_header
 from tunebench.study import open_dataset
 from tunebench.surrogates import (FAILURE_PENALTY, ablation, ablation_tasks, plot_ablation, summarize_ablation,

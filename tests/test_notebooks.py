@@ -15,7 +15,7 @@ import pytest
 from papermill.exceptions import PapermillExecutionError
 
 from tunebench import report
-from tunebench.plots import StudyPlan
+from tunebench.study_plan import StudyPlan
 
 GEMM = "results/datasets/matmul_bfloat16_h100.parquet"
 SOFTMAX = "results/datasets/softmax_bfloat16_h100.parquet"

@@ -1,4 +1,5 @@
-"""The figures and tables of tunebench.plots on a small hand-made dataset and trace: what each draws, with units.
+"""The notebooks' figures and tables (tunebench.plots, space_plots, notebook_tables) and the replay study they share
+(study_plan) on a small hand-made dataset and trace: what each draws, with units.
 
 No notebook kernel is started here (tests/test_notebooks.py runs the notebooks).
 """
@@ -17,7 +18,7 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tunebench import metrics, plots, report  # noqa: E402
+from tunebench import metrics, notebook_tables, plots, report, space_plots, study_plan  # noqa: E402
 from tunebench.dataset_summary import best_with_value_fixed, spread_shapes  # noqa: E402
 from tunebench.measure.dataset import Dataset  # noqa: E402
 from tunebench.space import Ordinal, PowerOfTwo  # noqa: E402
@@ -256,7 +257,7 @@ def test_parameter_effects_show_every_varying_parameter_and_the_best_with_each_v
     # Per shape, the best with BLOCK_M=16 is 1 + |16 - 32| / 16 times the best, with 64: 1 + |64 - 32| / 16 (and
     # 5 on the shape whose fastest BLOCK_N, 128, fails with BLOCK_M=64; the median over shapes is 3).
     assert best.set_index("BLOCK_M")["relative_best"].to_dict() == pytest.approx({16: 2.0, 32: 1.0, 64: 3.0})
-    figure = plots.plot_parameter_effects(DATASET)
+    figure = space_plots.plot_parameter_effects(DATASET)
     assert [ax.get_title() for ax in figure.axes] == ["BLOCK_M", "BLOCK_N", "GROUP_M"]
     ax = figure.axes[0]
     assert ax.get_yscale() == "log" and ax.get_xlabel() == "BLOCK_M (value)" and "log scale" in ax.get_ylabel()
@@ -265,20 +266,20 @@ def test_parameter_effects_show_every_varying_parameter_and_the_best_with_each_v
 
 
 def test_failures_by_parameter_stack_the_failing_share_of_each_value() -> None:
-    figure = plots.plot_failures_by_parameter(DATASET)
+    figure = space_plots.plot_failures_by_parameter(DATASET)
     block_m = figure.axes[0]
     assert [patch.get_height() for patch in block_m.patches] == pytest.approx([0, 0, 4 / 12])
     assert block_m.get_ylabel() == "recorded configs failing (%)"
     with pytest.raises(ValueError, match="no failures"):
-        plots.plot_failures_by_parameter(small_dataset(failures=False))
+        space_plots.plot_failures_by_parameter(small_dataset(failures=False))
 
 
 def test_roofline_uses_gemm_flops_and_bytes_the_measured_vendor_peak_and_a_labelled_bandwidth() -> None:
-    points = plots.roofline_points(DATASET)
+    points = space_plots.roofline_points(DATASET)
     m, n, k = SHAPES[2]
     assert points.loc[2, "intensity"] == pytest.approx(2 * m * n * k / (2 * (m * k + k * n + m * n)))
     assert points.loc[2, "vendor_tflops"] == pytest.approx(2 * m * n * k / (0.9 * 0.3e-3) / 1e12)
-    ax = plots.plot_roofline(DATASET).axes[0]
+    ax = space_plots.plot_roofline(DATASET).axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert ax.get_xlabel().startswith("arithmetic intensity (FLOP/byte") and ax.get_ylabel() == "throughput (TFLOP/s)"
     labels = [text.get_text() for text in ax.figure.legends[0].get_texts()]
@@ -287,10 +288,10 @@ def test_roofline_uses_gemm_flops_and_bytes_the_measured_vendor_peak_and_a_label
     assert any("3.35 TB/s: H100 SXM datasheet HBM3 bandwidth" in label for label in labels)
     assert {text.get_text() for text in ax.texts} == {"16×64×64", "64×64×128", "256×128×128"}
 
-    unknown = plots.plot_roofline(small_dataset(gpu="Some GPU")).legends[0]
+    unknown = space_plots.plot_roofline(small_dataset(gpu="Some GPU")).legends[0]
     assert not any("memory roof" in text.get_text() for text in unknown.get_texts())
-    measured = small_dataset(gpu="Some GPU", provenance={plots.MEASURED_BANDWIDTH_KEY: 2.0e12})
-    texts = [text.get_text() for text in plots.plot_roofline(measured).legends[0].get_texts()]
+    measured = small_dataset(gpu="Some GPU", provenance={space_plots.MEASURED_BANDWIDTH_KEY: 2.0e12})
+    texts = [text.get_text() for text in space_plots.plot_roofline(measured).legends[0].get_texts()]
     assert any("2.00 TB/s: measured bandwidth" in text for text in texts)
 
 
@@ -301,15 +302,15 @@ def test_methodology_tables_show_medians_with_intervals_and_never_reached_as_inf
     optima, latencies, seconds = references()
     summary = metrics.summarize(trace, optima, latencies, budgets=(5, 12), seconds_per_evaluation=seconds)
     order = [TASKS[2].name, TASKS[0].name, TASKS[1].name]
-    evals = plots.methodology_table(summary, kind="evals", tasks=order, strategies=["beta", "alpha"])
+    evals = notebook_tables.methodology_table(summary, kind="evals", tasks=order, strategies=["beta", "alpha"])
     assert evals[["task", "strategy"]].values.tolist()[:3] == [[order[0], "beta"], [order[0], "alpha"],
                                                                [order[1], "beta"]]
     alpha = evals[(evals["strategy"] == "alpha")].iloc[0]
     assert alpha["evals to 0.99"] == "1 [1, 1]" and alpha["fraction at 5"] == "1.000"
     assert "∞" in " ".join(evals.loc[evals["strategy"] == "beta", "evals to 0.99"])
-    seconds_table = plots.methodology_table(summary, kind="seconds")
+    seconds_table = notebook_tables.methodology_table(summary, kind="seconds")
     assert seconds_table.loc[seconds_table["strategy"] == "alpha", "seconds to 0.99"].iloc[0] == "1.1 [1.1, 1.1]"
-    overview = plots.overview_table(summary)
+    overview = notebook_tables.overview_table(summary)
     assert overview["strategy"].tolist() == ["alpha", "beta"], "best mean score first"
     beta = overview.set_index("strategy").loc["beta"]
     # beta's median seed never gets there, but restarting its runs that stop short does, at a cost
@@ -323,16 +324,16 @@ def test_overview_per_kernel_is_the_overview_of_each_kernels_tasks() -> None:
     optima, latencies, seconds = references()
     summary = metrics.summarize(trace, optima, latencies, budgets=(5, 12), seconds_per_evaluation=seconds)
     by_kernel = {"small": [TASKS[0].name], "large": [TASKS[1].name, TASKS[2].name]}
-    table = plots.overview_table(summary, by_kernel)
+    table = notebook_tables.overview_table(summary, by_kernel)
     assert table.columns[0] == "kernel" and table["kernel"].tolist() == ["small", "small", "large", "large"]
-    large = plots.overview_table(summary[summary["task"].isin(by_kernel["large"])])
+    large = notebook_tables.overview_table(summary[summary["task"].isin(by_kernel["large"])])
     pd.testing.assert_frame_equal(table[table["kernel"] == "large"].drop(columns="kernel").reset_index(drop=True),
                                   large)
     assert (table.loc[table["kernel"] == "large", "tasks"] == 2).all()
 
 
 def test_overhead_table_is_cpu_time_per_ask() -> None:
-    table = plots.overhead_table(small_trace()).set_index("strategy")
+    table = notebook_tables.overhead_table(small_trace()).set_index("strategy")
     assert table.loc["alpha", "CPU ms per ask"] == pytest.approx(10.0)
     assert table.loc["alpha", "share of simulated time"] == pytest.approx(0.12 / 13.2)
 
@@ -371,45 +372,45 @@ def test_spread_shapes_takes_first_last_and_evenly_between() -> None:
 
 
 def test_study_plan_name_follows_every_parameter_that_changes_the_traces() -> None:
-    plan = plots.StudyPlan(("results/datasets/a.parquet",), 3, ("random", "lfbo"), 10, 200)
-    assert plan.name == plots.StudyPlan(("elsewhere/a.parquet",), 3, ("random", "lfbo"), 10, 200).name
+    plan = study_plan.StudyPlan(("results/datasets/a.parquet",), 3, ("random", "lfbo"), 10, 200)
+    assert plan.name == study_plan.StudyPlan(("elsewhere/a.parquet",), 3, ("random", "lfbo"), 10, 200).name
     for changed in (dict(budget=100), dict(seeds=5), dict(shapes_per_dataset=0), dict(mode="noisy"),
                     dict(strategies=("random",)), dict(datasets=("b.parquet",))):
-        other = plots.StudyPlan(**{**plan.__dict__, **changed})
+        other = study_plan.StudyPlan(**{**plan.__dict__, **changed})
         assert other.name != plan.name, changed
     assert plan.path("results/studies") == report.REPO_ROOT / "results" / "studies" / f"{plan.name}.parquet"
 
 
 def test_a_noisy_study_is_judged_by_the_recorded_medians_of_what_each_run_would_deploy(tmp_path) -> None:
     dataset = "../shared/datasets/kerneltuner/convolution_A4000.json.gz"
-    if not plots.resolve_dataset(dataset).is_file():
+    if not report.resolve_dataset(dataset).is_file():
         pytest.skip(f"Kernel Tuner cache not found at {dataset}")
-    plan = plots.StudyPlan((dataset,), 1, ("random",), 4, 60, mode="noisy")
+    plan = study_plan.StudyPlan((dataset,), 1, ("random",), 4, 60, mode="noisy")
     judged = plan.run(tmp_path, workers=1)
     drawn = pd.read_parquet(plan.path(tmp_path))  # the trace table keeps what each run was told
-    optimum = open_dataset(plots.resolve_dataset(dataset)).optimum_ms(plan.tasks()[0].shape)
+    optimum = open_dataset(report.resolve_dataset(dataset)).optimum_ms(plan.tasks()[0].shape)
     assert (judged.best_ms >= optimum).all() and (judged.best_ms != drawn.best_ms).any()
     pd.testing.assert_frame_equal(judged.drop(columns="best_ms"), drawn.drop(columns="best_ms"))
 
 
 def test_sampled_configs_default_study_is_strategy_comparisons_default() -> None:
     defaults = report.read_parameters(report.NOTEBOOK_DIR / "strategy_comparison.py")
-    plan, study_dir = plots.default_study_plan()
-    assert plan == plots.StudyPlan.from_parameters(defaults) and study_dir == defaults["study_dir"]
+    plan, study_dir = study_plan.default_study_plan()
+    assert plan == study_plan.StudyPlan.from_parameters(defaults) and study_dir == defaults["study_dir"]
     assert "optuna_gp" not in plan.strategies and plan.seeds >= 10
 
 
 def test_live_backend_points_at_the_live_evaluator_and_bad_settings_are_errors() -> None:
     with pytest.raises(NotImplementedError, match=r"LiveEvaluator.*run_search"):
-        plots.StudyPlan(("a.parquet",), 1, ("random",), 2, 20, backend="live")
+        study_plan.StudyPlan(("a.parquet",), 1, ("random",), 2, 20, backend="live")
     with pytest.raises(ValueError, match="unknown mode 'loud'"):
-        plots.StudyPlan(("a.parquet",), 1, ("random",), 2, 20, mode="loud")
+        study_plan.StudyPlan(("a.parquet",), 1, ("random",), 2, 20, mode="loud")
 
 
 def test_resolve_dataset_reaches_the_shared_folder_beside_the_repository() -> None:
     shared = report.REPO_ROOT.parent / "shared"
-    assert plots.resolve_dataset("../shared/datasets/x.json.gz") == (shared / "datasets" / "x.json.gz").resolve()
-    assert plots.resolve_dataset("/abs/y.parquet") == Path("/abs/y.parquet")
+    assert report.resolve_dataset("../shared/datasets/x.json.gz") == (shared / "datasets" / "x.json.gz").resolve()
+    assert report.resolve_dataset("/abs/y.parquet") == Path("/abs/y.parquet")
 
 
 def test_efficiency_cdf_draws_one_curve_per_picker_and_counts_shapes_left_of_the_axis():
@@ -438,11 +439,11 @@ def test_live_traces_draw_each_strategys_fraction_of_the_runs_best_against_wall_
 def test_tables_show_floats_to_four_digits_never_as_infinity_and_wrap_only_the_columns_asked() -> None:
     table = pd.DataFrame({"ratio": [0.978, 1.0, np.inf], "seconds": [184.0, np.nan, 0.02761],
                           "config": ["BLOCK_M=64, BLOCK_N=128", "x", "y"], "runs": [3, 4, 5], "share": [0.5, 0.25, 1.0]})
-    html = plots.table_style(table, {"share": "{:.0%}"}, wrap=["config"]).to_html()
+    html = notebook_tables.table_style(table, {"share": "{:.0%}"}, wrap=["config"]).to_html()
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
     assert cells == ["0.978", "184", "BLOCK_M=64, BLOCK_N=128", "3", "50%",
                      "1", "", "x", "4", "25%",
                      "∞", "0.02761", "y", "5", "100%"]
     assert html.count("white-space: normal !important") == 1, "one rule for the config column's cells"
     assert "white-space: nowrap" in html
-    assert "!important" not in plots.table_style(table).to_html()
+    assert "!important" not in notebook_tables.table_style(table).to_html()

@@ -22,7 +22,7 @@ from tunebench.kernels import get_kernel, kernel_source_sha256
 from tunebench.dataset_summary import (best_per_shape, first_shapes, provenance_line, shape_label, sittings_table,
                                       status_shares)
 from tunebench.measure.dataset import SITTING, Dataset, load_dataset, save_dataset
-from tunebench.plots import plot_best_vs_vendor, plot_latency_distributions
+from tunebench.space_plots import plot_best_vs_vendor, plot_latency_distributions
 from tunebench.space import Ordinal, PowerOfTwo
 
 NOTEBOOK = report.NOTEBOOK_DIR / "search_space.py"

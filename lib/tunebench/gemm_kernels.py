@@ -18,8 +18,8 @@ from tunebench.live_traces import FRACTIONS_OF_VENDOR, summary_rows
 from tunebench.measure.dataset import SITTING, Dataset, has_sittings
 from tunebench.metrics import evaluations_to_reach, fraction_curve_over_time, seconds_to_reach
 from tunebench.peer_runs import arm_of, arms_table, helion_runs, our_runs, reach_row, rounds_files
-from tunebench.plots import shown_path, strategy_colors
-from tunebench.report import REPO_ROOT
+from tunebench.plots import strategy_colors
+from tunebench.report import REPO_ROOT, shown_path
 from tunebench.study import open_dataset
 
 DATASET = REPO_ROOT / "results" / "datasets" / "matmul_tma_bfloat16_h200.parquet"

@@ -1,16 +1,11 @@
-"""Figures and tables of the notebooks: best-so-far traces (replayed and live), PCA of sampled configs, failures,
-search-space views, the roofline, efficiency CDFs of config prediction; and `StudyPlan`, the replay study that
-strategy_comparison runs and sampled_configs reuses."""
+"""Figures of the notebooks: best-so-far traces (replayed and live), PCA of sampled configs, failures and how
+searches end, efficiency CDFs of config prediction, and the panel grid, colours and axis helpers the figure modules
+share (`space_plots` draws one recorded space; `notebook_tables` holds the tables)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -23,16 +18,11 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter
 
 from tunebench import metrics
-from tunebench.dataset_summary import (FAILURE_STATUSES, best_per_shape, best_with_value_fixed,
-                                       failure_shares_by_value, relative_latencies, shape_label, spread_shapes,
-                                       varying_parameters)
-from tunebench.measure.replay import MODES as REPLAY_MODES
 from tunebench.measure.result import Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from pandas.io.formats.style import Styler
 
     from tunebench.measure.dataset import Dataset
     from tunebench.space import Space
@@ -43,10 +33,6 @@ RANDOM_LABEL = "random search, expected (closed form, same budget)"
 RANDOM_STYLE = {"color": "0.15", "linestyle": "--", "linewidth": 1.4}
 FRACTION_LABEL = "fraction of optimum\n(optimum latency / best so far)"
 PANEL_WIDTH, PANEL_HEIGHT = 4.3, 3.2  # inches per small multiple
-# A bandwidth roof where the dataset's provenance holds no measured one: bytes/s and where the number comes from.
-DATASHEET_BANDWIDTH = {"NVIDIA H100 80GB HBM3": (3.35e12, "H100 SXM datasheet HBM3 bandwidth")}
-# The provenance key under which a measured memory bandwidth (bytes/s) would be recorded.
-MEASURED_BANDWIDTH_KEY = "memory_bandwidth_bytes_per_s"
 OPTIMUM_COLOR = "#d62728"
 LATENCY_CMAP = "viridis_r"  # the fastest configs bright
 # CK Tile's dispatcher, published (fp16 on gfx950, their protocol and candidates): P10 and min efficiency.
@@ -63,8 +49,8 @@ def _strategies_of(trace: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(trace["strategy"]))
 
 
-def _grid(count: int, col_wrap: int, *, sharex: bool | str = False, sharey: bool | str = False,
-          extra_height: float = 0.0) -> tuple[Figure, list[Axes]]:
+def panel_grid(count: int, col_wrap: int, *, sharex: bool | str = False, sharey: bool | str = False,
+               extra_height: float = 0.0) -> tuple[Figure, list[Axes]]:
     """`count` panels in rows of `col_wrap`; unused panels removed."""
     cols = max(1, min(col_wrap, count))
     rows = math.ceil(count / cols)
@@ -212,7 +198,7 @@ def plot_fraction_per_task(trace: pd.DataFrame, optima: Mapping[str, float], lat
     colors = strategy_colors(_strategies_of(trace))
     budgets = _budgets(trace)
     tasks = list(dict.fromkeys(trace["task"]))  # the study's order
-    figure, axes = _grid(len(tasks), col_wrap, sharey=True, extra_height=0.9)
+    figure, axes = panel_grid(len(tasks), col_wrap, sharey=True, extra_height=0.9)
     medians = []
     for ax, task in zip(axes, tasks):
         task_curves = curves[curves["task"] == task]
@@ -249,7 +235,7 @@ def plot_fraction_aggregated(trace: pd.DataFrame, optima: Mapping[str, float], l
     budgets = _budgets(trace)
     tasks = list(dict.fromkeys(trace["task"]))
     if by_kernel is not None:
-        _check_tasks(by_kernel, trace["task"])
+        check_kernel_tasks(by_kernel, trace["task"])
     groups = {"all": tasks} if by_kernel is None else by_kernel
     figure, axes = plt.subplots(len(groups), 2, figsize=(2 * PANEL_WIDTH + 1.5, PANEL_HEIGHT * len(groups) + 1.3),
                                 sharey=True, squeeze=False, layout="constrained")
@@ -287,7 +273,8 @@ def plot_fraction_aggregated(trace: pd.DataFrame, optima: Mapping[str, float], l
     return figure
 
 
-def _check_tasks(by_kernel: Mapping[str, Sequence[str]], tasks: pd.Series) -> None:
+def check_kernel_tasks(by_kernel: Mapping[str, Sequence[str]], tasks: pd.Series) -> None:
+    """Raise if a task that `by_kernel` names (kernel -> its tasks) is not among a study's `tasks`."""
     known = set(tasks)
     unknown = [name for names in by_kernel.values() for name in names if name not in known]
     if unknown:
@@ -299,7 +286,7 @@ def plot_live_traces(traces: Mapping[str, pd.DataFrame], col_wrap: int = 5, mark
     so far as a fraction of the run's best (the fastest config any strategy found there), against seconds from the
     first ask; dotted at `mark`."""
     colors = strategy_colors(list(dict.fromkeys(name for trace in traces.values() for name in trace["strategy"])))
-    figure, axes = _grid(len(traces), col_wrap, sharey=True, extra_height=0.4)
+    figure, axes = panel_grid(len(traces), col_wrap, sharey=True, extra_height=0.4)
     for ax, (title, trace) in zip(axes, traces.items()):
         best = trace["best_ms"].min()
         for strategy, part in trace.groupby("strategy", sort=False):
@@ -397,7 +384,7 @@ def _sampled_view(trace: pd.DataFrame, task: Task, dataset: Dataset | None, stra
 
 def _pca_grid(view: _SampledView, col_wrap: int) -> tuple[Figure, list[Axes]]:
     """One panel per strategy, the whole space in light grey behind, the optimum as a red star on top."""
-    figure, axes = _grid(len(view.strategies), col_wrap, sharex=True, sharey=True, extra_height=0.9)
+    figure, axes = panel_grid(len(view.strategies), col_wrap, sharex=True, sharey=True, extra_height=0.9)
     cols = max(1, min(col_wrap, len(axes)))
     for index, (ax, strategy) in enumerate(zip(axes, view.strategies)):
         ax.scatter(*view.pca.coordinates.T, s=5, color="0.86", linewidths=0, rasterized=True)
@@ -455,7 +442,7 @@ def plot_pca_by_latency(trace: pd.DataFrame, task: Task, dataset: Dataset | None
             ax.scatter(*xy[~ok].T, marker="x", s=16, color="black", linewidths=0.9)
     colorbar = figure.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=LATENCY_CMAP), ax=axes, shrink=0.8, pad=0.01)
     colorbar.set_label("latency / optimum (log scale; 1 = optimum)")
-    _times_formatter(colorbar.ax.yaxis)
+    times_formatter(colorbar.ax.yaxis)
     figure.suptitle(f"Configs each strategy evaluated on {view.task} ({view.which_seeds}), coloured by latency")
     failed = int((view.rows["status"] != Status.OK.value).sum())
     _pca_legend(figure, view, Line2D([], [], marker="x", linestyle="", color="black",
@@ -547,7 +534,7 @@ def plot_search_ends(summary: pd.DataFrame, seconds_per_evaluation: Mapping[str,
         for strategy, x, y, filled in zip(table["strategy"], table[column], success, own):
             ax.scatter(x, y, s=60, color=colors[strategy], facecolors=colors[strategy] if filled else "none",
                        linewidths=1.6)
-        _label_points(ax, table[column].to_numpy(), success, list(table["strategy"]))
+        label_points(ax, table[column].to_numpy(), success, list(table["strategy"]))
         ax.set_xlabel(f"{column} (median over tasks)")
     # evaluations on a linear axis from 0; seconds on a log one (a hundredfold apart between the strategies that
     # batch and those that ask one config at a time); both with room on the right for the labels
@@ -565,198 +552,16 @@ def plot_search_ends(summary: pd.DataFrame, seconds_per_evaluation: Mapping[str,
     return figure
 
 
-# -- search-space views --------------------------------------------------------------------------------------------
+# -- helpers the figure modules share ------------------------------------------------------------------------------
 
-def _new_axes(ax: Axes | None, rows: int) -> Axes:
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 1.2 + 0.45 * max(rows, 1)), layout="constrained")
-    return ax
-
-
-def _times_formatter(axis) -> None:
+def times_formatter(axis) -> None:
+    """Ticks of a log axis of ratios at 1, 2 and 5 times each power of ten, written 2×."""
     axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}×"))
     axis.set_minor_formatter(NullFormatter())
 
 
-def plot_latency_distributions(dataset: Dataset, ax: Axes | None = None) -> Figure:
-    """Box plot per shape of every valid config's latency relative to the shape's best (log scale)."""
-    names = list(dataset.shape_names)
-    ok = relative_latencies(dataset)
-    frame = pd.DataFrame({"shape": [shape_label(shape) for shape in ok[names].itertuples(index=False, name=None)],
-                          "relative": ok["relative"]})
-    order = [shape_label(shape) for shape in sorted(set(ok[names].itertuples(index=False, name=None)))]
-    ax = _new_axes(ax, len(order))
-    sns.boxplot(frame, x="relative", y="shape", order=order, log_scale=True, fliersize=2, ax=ax)
-    _times_formatter(ax.xaxis)
-    ax.set_xlabel("latency / best latency of the shape (log scale)")
-    ax.set_ylabel(f"shape ({'×'.join(names)})")
-    ax.set_title("Valid configs: how far from the best")
-    return ax.figure
-
-
-def plot_parameter_effects(dataset: Dataset, col_wrap: int = 4) -> Figure:
-    """One panel per parameter that varies: for each of its values, the latency / shape's best of every valid
-    config with that value (box, pooled over shapes) and the best achievable with the value fixed (median over
-    shapes): a value whose best stays at 1× is used by some optimum."""
-    parameters = varying_parameters(dataset)
-    ok = relative_latencies(dataset)
-    figure, axes = _grid(len(parameters), col_wrap, sharey=True, extra_height=0.6)
-    color = sns.color_palette()[0]
-    for ax, name in zip(axes, parameters):
-        values = sorted(ok[name].unique())
-        positions = {value: index for index, value in enumerate(values)}
-        groups = [ok.loc[ok[name] == value, "relative"].to_numpy() for value in values]
-        ax.boxplot(groups, positions=range(len(values)), widths=0.6, showfliers=False, patch_artist=True,
-                   boxprops={"facecolor": color, "alpha": 0.45, "edgecolor": "0.25"},
-                   medianprops={"color": "0.1"}, whiskerprops={"color": "0.25"}, capprops={"color": "0.25"})
-        best = best_with_value_fixed(dataset, name)
-        ax.plot([positions[value] for value in best[name]], best["relative_best"], linestyle="", marker="D",
-                markersize=5, color="#d62728", zorder=4)
-        ax.set_yscale("log")
-        ax.set_xticks(range(len(values)), [str(value) for value in values],
-                      rotation=90 if len(values) > 6 else 0)
-        ax.set_xlabel(f"{name} (value)")
-        ax.set_title(name, fontsize="medium")
-    _times_formatter(axes[0].yaxis)
-    for ax in axes[::max(1, min(col_wrap, len(axes)))]:
-        ax.set_ylabel("latency / best of the shape\n(log scale)")
-    shapes = len(dataset.shapes())
-    figure.suptitle(f"Effect of each parameter over {shapes} shape{'s' * (shapes != 1)}")
-    handles = [Patch(facecolor=color, alpha=0.45, edgecolor="0.25",
-                     label="valid configs with this value (box: quartiles; whiskers: 1.5 IQR; outliers hidden)"),
-               Line2D([], [], linestyle="", marker="D", color="#d62728",
-                      label="best with this value fixed (median over shapes)")]
-    figure.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False)
-    return figure
-
-
-def plot_failures_by_parameter(dataset: Dataset, col_wrap: int = 4) -> Figure:
-    """One panel per parameter that varies: per value, the share of recorded configs failing, stacked by status."""
-    parameters = varying_parameters(dataset)
-    statuses = [status for status in FAILURE_STATUSES
-                if (dataset.measurements["status"] == status).any()]
-    if not statuses:
-        raise ValueError("the dataset records no failures; there is nothing to plot")
-    colors = dict(zip(statuses, sns.color_palette("colorblind", len(FAILURE_STATUSES))[1:]))
-    figure, axes = _grid(len(parameters), col_wrap, sharey=True, extra_height=0.6)
-    for ax, name in zip(axes, parameters):
-        table = failure_shares_by_value(dataset, name)
-        bottom = np.zeros(len(table))
-        for status in statuses:
-            ax.bar(range(len(table)), table[status], bottom=bottom, color=colors[status], width=0.75)
-            bottom += table[status].to_numpy()
-        ax.set_xticks(range(len(table)), [str(value) for value in table[name]],
-                      rotation=90 if len(table) > 6 else 0)
-        ax.set_xlabel(f"{name} (value)")
-        ax.set_title(name, fontsize="medium")
-    axes[0].yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    for ax in axes[::max(1, min(col_wrap, len(axes)))]:
-        ax.set_ylabel("recorded configs failing (%)")
-    total = (dataset.measurements["status"] != Status.OK.value).mean()
-    figure.suptitle(f"Where the failures lie: {total:.1%} of all recorded configs failed")
-    figure.legend(handles=[Patch(color=colors[status], label=status) for status in statuses],
-                  loc="outside lower center", ncols=len(statuses), frameon=False)
-    return figure
-
-
-def plot_best_vs_vendor(dataset: Dataset, ax: Axes | None = None) -> Figure:
-    """Bars per shape: the best Triton config's speedup over the vendor library, labelled with both throughputs.
-
-    A speedup rather than raw TFLOP/s keeps small, memory-bound shapes as readable as large ones.
-    """
-    best = best_per_shape(dataset)
-    labels = [shape_label(shape) for shape in best[list(dataset.shape_names)].itertuples(index=False, name=None)]
-    vendor_name = best["vendor_library"].dropna().iloc[0] if best["vendor_library"].notna().any() else "vendor"
-    gemm = "tflops" in best
-    triton_column, vendor_column, unit = ("tflops", "vendor_tflops", "TFLOP/s") if gemm else (
-        "latency_ms", "vendor_ms", "ms")
-    texts = [f"{row.speedup:.2f}× ({getattr(row, triton_column):.3g} vs {getattr(row, vendor_column):.3g} {unit})"
-             if np.isfinite(row.speedup) else "no valid config or no vendor time" for row in best.itertuples()]
-    ax = _new_axes(ax, len(labels))
-    bars = ax.barh(range(len(labels)), best["speedup"].fillna(0.0), color=sns.color_palette()[0])
-    for text in ax.bar_label(bars, labels=texts, padding=3, fontsize="small"):
-        text.set_bbox({"facecolor": "white", "edgecolor": "none", "pad": 1})  # legible over the line at 1
-    ax.axvline(1.0, color="0.3", linestyle="--", linewidth=1)
-    ax.set_yticks(range(len(labels)), labels)
-    ax.invert_yaxis()  # first shape on top, as in the tables
-    ax.margins(x=0.45)  # room for the bar labels
-    ax.set_xlim(left=0)
-    ax.set_xlabel(f"speedup over {vendor_name}\n(vendor latency / best Triton latency; > 1: Triton faster)")
-    ax.set_ylabel(f"shape ({'×'.join(dataset.shape_names)})")
-    ax.set_title(f"Best Triton config vs {vendor_name}")
-    return ax.figure
-
-
-def roofline_points(dataset: Dataset) -> pd.DataFrame:
-    """Per GEMM shape: arithmetic intensity (FLOP/byte, `matmul.flops` / `matmul.bytes_moved`), and the TFLOP/s
-    of the best Triton config and of the vendor library."""
-    from tunebench.kernels import matmul
-
-    if tuple(dataset.shape_names) != tuple(matmul.SHAPE_NAMES):
-        raise ValueError(f"a roofline needs a GEMM dataset (shapes {matmul.SHAPE_NAMES}), "
-                         f"not {dataset.shape_names}")
-    best = best_per_shape(dataset)
-    shapes = list(best[list(matmul.SHAPE_NAMES)].itertuples(index=False, name=None))
-    flops = np.array([matmul.flops(tuple(map(int, shape))) for shape in shapes], dtype=float)
-    moved = np.array([matmul.bytes_moved(tuple(map(int, shape)), dataset.dtype) for shape in shapes], dtype=float)
-    return pd.DataFrame({"shape": [shape_label(shape) for shape in shapes], "intensity": flops / moved,
-                         "triton_tflops": flops / (best["latency_ms"].to_numpy() * 1e-3) / 1e12,
-                         "vendor_tflops": flops / (best["vendor_ms"].to_numpy() * 1e-3) / 1e12,
-                         "vendor_library": best["vendor_library"]})
-
-
-def bandwidth_roof(dataset: Dataset) -> tuple[float, str] | None:
-    """The memory roof (bytes/s) and where it comes from: a measured value in the provenance, else the GPU's
-    datasheet figure where `DATASHEET_BANDWIDTH` knows it, else None."""
-    measured = dataset.provenance.get(MEASURED_BANDWIDTH_KEY)
-    if measured:
-        return float(measured), f"measured bandwidth ({MEASURED_BANDWIDTH_KEY} in the dataset provenance)"
-    return DATASHEET_BANDWIDTH.get(dataset.provenance.get("gpu_name", dataset.gpu))
-
-
-def plot_roofline(dataset: Dataset) -> Figure:
-    """Best Triton config and vendor library per shape on a roofline (both axes log): compute roof = the best
-    vendor TFLOP/s measured in the dataset, memory roof from `bandwidth_roof`."""
-    points = roofline_points(dataset)
-    vendor_name = points["vendor_library"].dropna().iloc[0] if points["vendor_library"].notna().any() else "vendor"
-    triton_color, vendor_color = sns.color_palette()[0], sns.color_palette()[1]
-    figure, ax = plt.subplots(figsize=(9.5, 5.6), layout="constrained")
-    for row in points.itertuples():
-        if np.isfinite(row.vendor_tflops):
-            ax.plot([row.intensity] * 2, [row.triton_tflops, row.vendor_tflops], color="0.7", linewidth=1, zorder=1)
-    ax.scatter(points["intensity"], points["triton_tflops"], s=42, color=triton_color, zorder=3,
-               label="best Triton config")
-    ax.scatter(points["intensity"], points["vendor_tflops"], s=42, marker="s", color=vendor_color, zorder=3,
-               label=vendor_name)
-    low, high = points["intensity"].min() / 1.6, points["intensity"].max() * 4
-    intensity = np.geomspace(low, high, 200)
-    peak = float(np.nanmax(points["vendor_tflops"]))
-    ax.axhline(peak, color="0.2", linewidth=1.3, linestyle="-",
-               label=f"compute roof {peak:.0f} TFLOP/s: best {vendor_name} in the dataset (measured vendor peak)")
-    roof = bandwidth_roof(dataset)
-    if roof is not None:
-        bandwidth, source = roof
-        slanted = bandwidth * intensity / 1e12
-        ax.plot(intensity[slanted <= peak], slanted[slanted <= peak], color="0.2", linewidth=1.3, linestyle=":",
-                label=f"memory roof {bandwidth / 1e12:.2f} TB/s: {source}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(low, high)
-    ax.set_ylim(top=peak * 1.8)
-    markers = np.concatenate([points[["intensity", "triton_tflops"]].to_numpy(),
-                              points[["intensity", "vendor_tflops"]].to_numpy()])
-    _label_points(ax, points["intensity"].to_numpy(), points["triton_tflops"].to_numpy(), points["shape"].tolist(),
-                  avoid=markers)
-    ax.set_xlabel("arithmetic intensity (FLOP/byte; FLOP = 2MNK, bytes = element size × (MK + KN + MN))")
-    ax.set_ylabel("throughput (TFLOP/s)")
-    gpu = dataset.provenance.get("gpu_name", dataset.gpu)
-    ax.set_title(f"Roofline: {dataset.kernel} {dataset.dtype} on {gpu}")
-    figure.legend(loc="outside lower center", ncols=2, frameon=False, fontsize="small")
-    return figure
-
-
-def _label_points(ax: Axes, xs: np.ndarray, ys: np.ndarray, labels: Sequence[str], fontsize: float = 7.5,
+def label_points(ax: Axes, xs: np.ndarray, ys: np.ndarray, labels: Sequence[str], fontsize: float = 7.5,
                   avoid: np.ndarray | None = None) -> None:
     """Label each point to its right; a label that would overlap a label placed above it or a marker (`avoid`,
     data coordinates) moves down, joined to its point by a thin line, so that clustered points stay readable."""
@@ -787,276 +592,6 @@ def _label_points(ax: Axes, xs: np.ndarray, ys: np.ndarray, labels: Sequence[str
         text.set_in_layout(False)
 
 
-# -- tables of a study ---------------------------------------------------------------------------------------------
-
-def _number(value: float, digits: int) -> str:
-    return "∞" if not np.isfinite(value) else f"{value:.{digits}f}"
-
-
-def _with_interval(median: float, low: float, high: float, digits: int) -> str:
-    return f"{_number(median, digits)} [{_number(low, digits)}, {_number(high, digits)}]"
-
-
-def table_cell(value: object) -> str:
-    """A table cell as a reader wants it: a float to 4 significant digits (0.978, 11.7, 184; 0.0276), an infinity
-    (a target never reached) as ∞, a missing value empty; anything else as str."""
-    if isinstance(value, (float, np.floating)):
-        if np.isnan(value):
-            return ""
-        return "∞" if np.isinf(value) else f"{value:.4g}"
-    return str(value)
-
-
-def table_style(table: pd.DataFrame, formats: Mapping[str, str] | None = None, wrap: Sequence[str] = ()) -> Styler:
-    """The notebooks' one look for tables: no index, cells on one line but for the `wrap` columns (long text, such as
-    a config), numbers to 4 significant digits (`table_cell`) unless `formats` gives a column its own."""
-    formats = dict(formats or {})
-    style = table.style.format(table_cell, subset=[column for column in table if column not in formats])
-    for column, text in formats.items():
-        if column in table:
-            style = style.format(text, subset=[column])
-    style = style.hide(axis="index")
-    style = style.set_table_styles([{"selector": "td", "props": "white-space: nowrap"},
-                                    {"selector": "th", "props": "max-width: 9em; overflow-wrap: anywhere"}])
-    wrapped = [column for column in wrap if column in table]
-    # !important: the table-wide nowrap rule above is the more specific selector
-    return (style.set_properties(subset=wrapped, **{"white-space": "normal !important", "min-width": "24em",
-                                                    "text-align": "left"})
-            if wrapped else style)
-
-
-def methodology_table(summary: pd.DataFrame, *, kind: str = "evals", tasks: Sequence[str] | None = None,
-                      strategies: Sequence[str] | None = None) -> pd.DataFrame:
-    """`metrics.summarize` output as readable text: per (task, strategy), medians over seeds with their intervals,
-    tasks in turn; tasks and strategies in the given orders (default: as in `summary`).
-
-    kind="evals": evaluations to each target, success at the largest budget, fraction of optimum at each budget,
-    mean score; kind="seconds": simulated seconds to each target and the mean score over time.
-    """
-    targets = sorted({column.split("_")[-1] for column in summary.columns
-                      if column.startswith("evals_to_") and not column.endswith(("_low", "_high"))}, key=float)
-    budgets = sorted(int(column.split("_")[-1]) for column in summary.columns if column.startswith("fraction_at_"))
-    task_order = {name: index for index, name in enumerate(tasks or dict.fromkeys(summary["task"]))}
-    strategy_order = {name: index for index, name in enumerate(strategies or dict.fromkeys(summary["strategy"]))}
-    ordered = summary.assign(_task=summary["task"].map(task_order), _strategy=summary["strategy"].map(strategy_order))
-    ordered = ordered.sort_values(["_task", "_strategy"], kind="stable")
-    rows = []
-    for row in ordered.to_dict("records"):
-        out: dict[str, object] = {"task": row["task"], "strategy": row["strategy"]}
-        if kind == "evals":
-            for target in targets:
-                out[f"evals to {target}"] = _with_interval(row[f"evals_to_{target}"], row[f"evals_to_{target}_low"],
-                                                           row[f"evals_to_{target}_high"], 0)
-            out[f"seeds at {targets[-1]} by {budgets[-1]}"] = f"{row[f'success_{targets[-1]}']:.0%}"
-            for budget in budgets:
-                out[f"fraction at {budget}"] = f"{row[f'fraction_at_{budget}']:.3f}"
-            out["mean score"] = _with_interval(row["mean_score"], row["mean_score_low"], row["mean_score_high"], 2)
-        elif kind == "seconds":
-            for target in targets:
-                out[f"seconds to {target}"] = _with_interval(row[f"seconds_to_{target}"],
-                                                             row[f"seconds_to_{target}_low"],
-                                                             row[f"seconds_to_{target}_high"], 1)
-            if "mean_score_time" in row:
-                out["mean score over time"] = _with_interval(row["mean_score_time"], row["mean_score_time_low"],
-                                                             row["mean_score_time_high"], 2)
-        else:
-            raise ValueError(f"kind must be 'evals' or 'seconds', got {kind!r}")
-        rows.append(out)
-    return pd.DataFrame(rows)
-
-
-def overview_table(summary: pd.DataFrame, by_kernel: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
-    """Per strategy, over tasks, as text: the median over tasks of the per-task medians (fraction of optimum at each
-    budget, evaluations and seconds to the highest target; ∞: not reached on half the tasks), of the expected
-    seconds to it with restarts (`metrics.expected_running_time`), the share of runs that reach it, and the median
-    of the mean score (over evaluations and, where summarized, over time), best mean score first. With `by_kernel`
-    (kernel -> its task names, as `study.tasks_by_kernel`), the same over each kernel's tasks alone, a block of rows
-    per kernel."""
-    if by_kernel is not None:
-        _check_tasks(by_kernel, summary["task"])
-        table = pd.concat([overview_table(summary[summary["task"].isin(names)]).assign(kernel=kernel)
-                           for kernel, names in by_kernel.items()], ignore_index=True)
-        return table[["kernel", *table.columns.drop("kernel")]]
-    budgets = sorted(int(column.split("_")[-1]) for column in summary.columns if column.startswith("fraction_at_"))
-    target = max((column.split("_")[-1] for column in summary.columns
-                  if column.startswith("evals_to_") and not column.endswith(("_low", "_high"))), key=float)
-    grouped = summary.groupby("strategy", sort=False)
-    table = pd.DataFrame({"tasks": grouped.size()})
-    for budget in budgets:
-        table[f"fraction at {budget}"] = grouped[f"fraction_at_{budget}"].median().map(lambda v: f"{v:.3f}")
-    table[f"evals to {target}"] = grouped[f"evals_to_{target}"].median().map(lambda v: _number(v, 0))
-    table[f"s to {target}"] = grouped[f"seconds_to_{target}"].median().map(lambda v: _number(v, 1))
-    table[f"s to {target}, restarted when it stops"] = grouped[f"ert_seconds_to_{target}"].median().map(
-        lambda v: _number(v, 1))
-    table[f"runs reaching {target}"] = grouped[f"success_{target}"].mean().map(lambda v: f"{v:.0%}")
-    score = grouped["mean_score"].median()
-    table["mean score"] = score.map(lambda v: f"{v:.2f}")
-    if "mean_score_time" in summary:
-        table["mean score over time"] = grouped["mean_score_time"].median().map(lambda v: f"{v:.2f}")
-    return table.loc[score.sort_values(ascending=False).index].reset_index()
-
-
-def overhead_table(trace: pd.DataFrame) -> pd.DataFrame:
-    """Per strategy, medians over runs: asks per run, configs per ask, the strategy's own CPU time per ask, and
-    its share of the run's simulated time (which charges that CPU time)."""
-    per_run = trace.groupby(["strategy", "task", "seed"], sort=False).agg(
-        asks=("batch", "max"), evaluations=("eval_index", "max"), strategy_s=("strategy_s", "max"),
-        time_s=("time_s", "max"))
-    per_run["configs per ask"] = per_run["evaluations"] / per_run["asks"]
-    per_run["CPU ms per ask"] = 1e3 * per_run["strategy_s"] / per_run["asks"]
-    per_run["share of simulated time"] = per_run["strategy_s"] / per_run["time_s"]
-    table = per_run.groupby("strategy", sort=False)[["asks", "configs per ask", "CPU ms per ask",
-                                                      "share of simulated time"]].median()
-    return table.rename(columns={"asks": "asks per run"}).reset_index()
-
-
-# -- the study two notebooks share -----------------------------------------------------------------------------------
-
-def resolve_dataset(path: str | os.PathLike[str]) -> Path:
-    """A dataset path as the notebooks take it: relative to the repository root (`../shared/...` reaches the
-    shared folder beside it), or absolute."""
-    from tunebench.report import repo_path
-
-    return repo_path(path).resolve()
-
-
-@dataclass(frozen=True)
-class StudyPlan:
-    """A replay study: every strategy on `shapes_per_dataset` shapes of each dataset (spread over the sorted
-    shapes, 0 = all), seeds 0..seeds-1, `budget` unique evaluations per run."""
-
-    datasets: tuple[str, ...]
-    shapes_per_dataset: int
-    strategies: tuple[str, ...]
-    seeds: int
-    budget: int
-    mode: str = "deterministic"
-    backend: str = "replay"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "datasets", tuple(map(str, self.datasets)))
-        object.__setattr__(self, "strategies", tuple(self.strategies))
-        if self.backend == "live":
-            raise NotImplementedError(
-                "backend='live' is not run from a notebook: a live study needs a GPU and hours. Build a "
-                "tunebench.measure.live.LiveEvaluator per shape and drive each strategy with "
-                "tunebench.study.run_search(strategy, evaluator, Budget(...)); then record the sweep with "
-                "`python -m tunebench.collect` and replay it here.")
-        if self.backend != "replay":
-            raise ValueError(f"unknown backend {self.backend!r}; allowed: 'replay' (and 'live' outside notebooks)")
-        if self.mode not in REPLAY_MODES:
-            raise ValueError(f"unknown mode {self.mode!r}; allowed: {', '.join(REPLAY_MODES)}")
-        if not self.datasets or not self.strategies:
-            raise ValueError("a study needs at least one dataset and one strategy")
-        if self.seeds < 1 or self.budget < 1:
-            raise ValueError(f"seeds and budget must be >= 1, got seeds={self.seeds}, budget={self.budget}")
-
-    def __str__(self) -> str:
-        shapes = "every shape" if self.shapes_per_dataset <= 0 else f"{self.shapes_per_dataset} shape(s)"
-        return (f"{', '.join(self.strategies)} on {shapes} of each of {len(self.datasets)} dataset(s); "
-                f"{self.seeds} seeds; {self.budget} unique evaluations per run; {self.mode} {self.backend}")
-
-    @classmethod
-    def from_parameters(cls, parameters: Mapping[str, object]) -> StudyPlan:
-        """The plan of strategy_comparison's parameters (its other parameters, e.g. study_dir, are ignored)."""
-        return cls(datasets=tuple(parameters["datasets"]), shapes_per_dataset=int(parameters["shapes_per_dataset"]),
-                   strategies=tuple(parameters["strategies"]), seeds=int(parameters["seeds"]),
-                   budget=int(parameters["budget"]), mode=str(parameters["mode"]),
-                   backend=str(parameters["backend"]))
-
-    def tasks(self) -> list[Task]:
-        """The chosen shapes of every dataset as tasks, dataset paths resolved."""
-        from tunebench.study import tasks_of
-
-        chosen = []
-        for path in map(resolve_dataset, self.datasets):
-            every = [task.shape for task in tasks_of(path)]
-            chosen += tasks_of(path, spread_shapes(every, self.shapes_per_dataset))
-        return chosen
-
-    @property
-    def name(self) -> str:
-        """A file name that changes with anything that changes the traces: readable part, then a digest."""
-        spec = {"datasets": [Path(path).name for path in self.datasets], "shapes": self.shapes_per_dataset,
-                "strategies": list(self.strategies), "seeds": self.seeds, "budget": self.budget, "mode": self.mode}
-        digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
-        return f"{self.mode}_{len(self.strategies)}strategies_{self.seeds}seeds_{self.budget}evals_{digest}"
-
-    def path(self, study_dir: str | os.PathLike[str]) -> Path:
-        """Where the trace table goes: `<study_dir>/<name>.parquet`, study_dir relative to the repository root."""
-        from tunebench.report import repo_path
-
-        return repo_path(study_dir) / f"{self.name}.parquet"
-
-    def run(self, study_dir: str | os.PathLike[str], workers: int | None = None) -> pd.DataFrame:
-        """Run (or resume) the study with `study.run_study`, parallel over cores; the trace table, also written to
-        `path(study_dir)`, with this plan beside it as `<name>.json`. Prints what was replayed and how long it took.
-        In noisy mode each run's `best_ms` is the recorded median of its incumbent (`study.judged_by_recorded_medians`):
-        what the config it would deploy runs at, not its luckiest draw."""
-        from tunebench.files import write_text_atomically
-        from tunebench.study import Budget, judged_by_recorded_medians, run_study
-
-        out = self.path(study_dir)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tasks = self.tasks()
-        total = len(self.strategies) * len(tasks) * self.seeds
-        runs_dir = out.with_suffix(".runs")
-        cached = len(list(runs_dir.glob("*.parquet"))) if runs_dir.is_dir() else 0
-        started = time.perf_counter()
-        trace = run_study(list(self.strategies), tasks, range(self.seeds), Budget(evaluations=self.budget), out,
-                          workers=workers, mode=self.mode, progress=False)
-        plan_file = out.with_suffix(".json")
-        write_text_atomically(plan_file, json.dumps({**asdict(self), "tasks": [[task.dataset, list(task.shape)]
-                                                                               for task in tasks]}, indent=1))
-        reused = min(cached, total)
-        print(f"{total} runs ({len(self.strategies)} strategies × {len(tasks)} tasks × {self.seeds} seeds): {reused} "
-              f"reused from {runs_dir.name}/, {total - reused} replayed in {time.perf_counter() - started:.1f} s; "
-              f"trace table: {shown_path(out)}")
-        return judged_by_recorded_medians(trace, tasks) if self.mode == "noisy" else trace
-
-    @classmethod
-    def read(cls, trace_path: str | os.PathLike[str]) -> StudyPlan:
-        """The plan written beside a trace table by `run`."""
-        plan_file = Path(trace_path).with_suffix(".json")
-        if not plan_file.is_file():
-            raise FileNotFoundError(f"no study plan {plan_file.name} beside {trace_path}: only traces written by "
-                                    "StudyPlan.run (the strategy_comparison notebook) record their datasets")
-        spec = json.loads(plan_file.read_text())
-        spec.pop("tasks", None)
-        return cls(**spec)
-
-
-def shown_path(path: Path) -> str:
-    """A path relative to the repository root where it lies inside it."""
-    from tunebench.report import REPO_ROOT
-
-    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
-
-
-def default_study_plan() -> tuple[StudyPlan, str]:
-    """The plan and study_dir of the strategy_comparison notebook's defaults (read from its parameters cell)."""
-    from tunebench.report import NOTEBOOK_DIR, read_parameters
-
-    parameters = read_parameters(NOTEBOOK_DIR / "strategy_comparison.py")
-    return StudyPlan.from_parameters(parameters), str(parameters["study_dir"])
-
-
-def open_study(study: str) -> tuple[StudyPlan, pd.DataFrame, Path]:
-    """A trace table and its plan: `study` is a trace parquet path (relative to the repository root), or "" for
-    the study strategy_comparison writes with its defaults, which is run first if it is not there yet."""
-    from tunebench.report import repo_path
-
-    if study:
-        path = repo_path(study)
-        if not path.is_file():
-            raise FileNotFoundError(f"no trace table at {path}")
-        return StudyPlan.read(path), pd.read_parquet(path), path
-    plan, study_dir = default_study_plan()
-    path = plan.path(study_dir)
-    if path.is_file() and path.with_suffix(".json").is_file():
-        return plan, pd.read_parquet(path), path
-    print(f"{shown_path(path)} is not there yet: running strategy_comparison's default study")
-    return plan, plan.run(study_dir), path
 
 
 def plot_efficiency_cdf(axis: Axes, curves: Mapping[str, np.ndarray], left: float) -> Axes:

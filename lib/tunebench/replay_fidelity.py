@@ -16,8 +16,8 @@ from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter
 from tunebench.gemm_kernels import FORKED, LIVE_SHAPES, OVERLAPPED, RUNS, SECONDS_TICKS, repeat_traces
 from tunebench.measure.dataset import Dataset, extension_files, load_dataset
 from tunebench.measure.replay import CLOCKS
-from tunebench.plots import shown_path
 from tunebench.reclock import batch_seconds, configs_by_key
+from tunebench.report import shown_path
 
 MODELLED = [f"{clock} s" for clock in CLOCKS]  # a batch's seconds on each replay clock
 REPEATED = "/repeats/|two_gpu_host"  # in a trace's path: a run repeated after its sitting (`gemm_kernels.RUNS`)

@@ -1,6 +1,7 @@
 """Headless notebook runs and shareable HTML reports: jupytext source -> papermill -> nbconvert HTML.
 
-Also the two helpers every notebook calls first: `set_style()` and `show_run_header(parameters, provenance)`.
+Also the two helpers every notebook calls first, `set_style()` and `show_run_header(parameters, provenance)`, and the
+paths relative to the repository root that notebooks take and print (`repo_path`, `resolve_dataset`, `shown_path`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,17 @@ class ParameterError(ValueError):
 def repo_path(path: str | os.PathLike) -> Path:
     """A path relative to the repository root (absolute paths unchanged), whatever the working directory."""
     return REPO_ROOT / path
+
+
+def resolve_dataset(path: str | os.PathLike[str]) -> Path:
+    """A dataset path as the notebooks take it: relative to the repository root (`../shared/...` reaches the
+    shared folder beside it), or absolute."""
+    return repo_path(path).resolve()
+
+
+def shown_path(path: Path) -> str:
+    """A path relative to the repository root where it lies inside it."""
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
 def set_style() -> None:

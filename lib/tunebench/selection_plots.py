@@ -17,7 +17,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullForma
 
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.kernels.compressed_matmul.selection_study import VENDOR, dispatch_gains
-from tunebench.plots import table_style
+from tunebench.notebook_tables import table_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -171,7 +171,7 @@ STEP_NAMES = {VENDOR: "torch.matmul (uncompressed)", "dispatch": "autotuned disp
 
 
 def style_table(table: pd.DataFrame, caption: str, number_format: str) -> Styler:
-    """plots.table_style with `number_format` for the float columns, headers on one line and a caption."""
+    """notebook_tables.table_style with `number_format` for the float columns, headers on one line and a caption."""
     numbers = {column: number_format for column in table.columns if pd.api.types.is_float_dtype(table[column])}
     return (table_style(table, numbers).set_caption(caption)
             .set_table_styles([{"selector": "th", "props": "max-width: none; white-space: nowrap"},

@@ -293,7 +293,7 @@ def _recorded(task: Task) -> tuple[Space, dict[str, Key], dict[Key, float]]:
 def ablation_tasks(datasets: Sequence[str], shapes_per_dataset: int) -> list[Task]:
     """`shapes_per_dataset` shapes of each dataset (spread over its sorted shapes; 0 = all) as tasks; dataset paths
     relative to the repository root, as the notebooks take them."""
-    from tunebench.plots import resolve_dataset
+    from tunebench.report import resolve_dataset
 
     chosen = []
     for path in map(resolve_dataset, datasets):
