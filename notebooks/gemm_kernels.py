@@ -35,8 +35,8 @@ from IPython.display import Markdown, display
 from tunebench.dataset_summary import provenance_line
 from tunebench.gemm_kernels import (
     live_table, plot_live_against_vendor, plot_repeats_against_vendor, plot_replay_against_vendor, plot_side_by_side,
-    families_table, plot_sweep_against_vendor, read_families, repeats_table, replay_by_seed, replay_summary,
-    rounds_tables, side_by_side_table, sweep_table,
+    families_table, plot_family_gaps, plot_sweep_against_vendor, read_families, repeats_table, replay_by_seed,
+    replay_summary, rounds_tables, side_by_side_table, sweep_table,
 )
 from tunebench.notebook_tables import table_style
 from tunebench.replay_fidelity import (
@@ -59,6 +59,7 @@ replay_clock = "sequential"  # or "pipelined": compiles overlap timing, as the l
 replay_startup_s = 0.0  # seconds before the first batch a live run pays (H200: 10.86 s spawned, about 2 s forked)
 rounds = "results/matmul_tma/rounds_h200.csv"  # benchmarks/tma_rounds.py's re-timing of the sweep's top configs
 families = "results/gemm_families"  # benchmarks/gemm_families_rounds.py's timings of both families, side by side
+gaps = "results/gemm_families/pointer_gaps_h100.csv"  # benchmarks/family_gaps.py: each shape's best against cuBLAS
 helion = ["results/helion_side_by_side/4096x4096x4096", "results/helion_side_by_side/256x11008x4096",
           "results/helion_side_by_side/32x28672x8192"]  # benchmarks/helion_side_by_side.py's runs, a folder per shape
 
@@ -68,7 +69,8 @@ recorded = open_dataset(path)
 live_dir = repo_path(live)
 show_run_header({"dataset": dataset, "live": live, "strategies": strategies, "replay_seeds": replay_seeds,
                  "replay_seconds": replay_seconds, "replay_workers": replay_workers, "replay_clock": replay_clock,
-                 "replay_startup_s": replay_startup_s, "rounds": rounds, "families": families, "helion": helion},
+                 "replay_startup_s": replay_startup_s, "rounds": rounds, "families": families, "gaps": gaps,
+                 "helion": helion},
                 {"dataset": provenance_line(recorded)})
 
 # %% [markdown]
@@ -98,6 +100,15 @@ display(table_style(rounds_tables(pd.read_csv(repo_path(rounds)))[0]))
 
 # %%
 display(table_style(families_table(read_families(repo_path(families)))))
+
+# %% [markdown]
+# Where the pointer GEMM falls short of cuBLAS, over the H100 prediction dataset's shapes (600 candidates each, cuBLAS
+# timed in the same sitting; `benchmarks/family_gaps.py`, which also fixes the next TMA sweeps): where N or K is off
+# multiples of 8 the TMA GEMM cannot run and the pointer GEMM mostly beats cuBLAS; elsewhere it falls further behind as
+# M grows.
+
+# %%
+plot_family_gaps(pd.read_csv(repo_path(gaps)));
 
 # %% [markdown]
 # ## Replayed searches

@@ -1,6 +1,7 @@
 """The TMA GEMM (`matmul_tma`) beside the pointer GEMM (`matmul`) and cuBLAS: tables of its recorded sweep, of its
-best configs re-timed in rounds, of the strategies replayed on it and of the live searches of both kernels, and their
-plots (`benchmarks/tma_kernel.py`, `benchmarks/tma_rounds.py`, the `gemm_kernels` notebook).
+best configs re-timed in rounds, of the strategies replayed on it, of the live searches of both kernels and of where
+the pointer GEMM falls short of cuBLAS, and their plots (`benchmarks/tma_kernel.py`, `benchmarks/tma_rounds.py`,
+`benchmarks/family_gaps.py`, the `gemm_kernels` notebook).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FormatStrFormatter, NullFormatter
@@ -393,4 +395,29 @@ def plot_side_by_side(folder: Path = SIDE_BY_SIDE) -> Figure:
     ax.set(ylim=(0.3, 1.1), ylabel=VENDOR_LABEL)
     ax.legend(handles=[Line2D([], [], color=color, linewidth=2, label=arm) for arm, color in colors.items()],
               frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return figure
+
+
+def plot_family_gaps(gaps: pd.DataFrame) -> Figure:
+    """Per family of M, a box per (N, K) class of every shape's speed against cuBLAS (cuBLAS ms / the fastest recorded
+    candidate's ms, log scale), each shape a dot; dotted at cuBLAS. Families by their least M, classes in the table's
+    order."""
+    order = list(gaps.groupby("family")["M"].min().sort_values().index)
+    classes = list(dict.fromkeys(gaps["class"]))
+    counts = gaps.groupby("class")["ratio"].size()
+    labels = {name: f"{name} ({counts[name]:,})" for name in classes}
+    frame = gaps.assign(**{"N, K": gaps["class"].map(labels)})
+    figure, ax = plt.subplots(figsize=(10.0, 5.0), layout="constrained")
+    sns.boxplot(frame, x="family", y="ratio", hue="N, K", order=order, hue_order=list(labels.values()),
+                log_scale=True, showfliers=False, ax=ax)
+    sns.stripplot(frame, x="family", y="ratio", hue="N, K", order=order, hue_order=list(labels.values()),
+                  dodge=True, size=2, alpha=0.35, palette=dict.fromkeys(labels.values(), "0.2"), legend=False, ax=ax)
+    ax.axhline(1.0, color="0.3", linestyle=":", linewidth=0.9)
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%gx"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks([0.5, 0.7, 1.0, 1.5, 2.0, 3.0])
+    ax.set(xlabel="family of M", ylabel="speed against cuBLAS\n(cuBLAS ms / fastest candidate's ms)",
+           title="The pointer GEMM's fastest recorded candidate against cuBLAS, per shape")
+    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.14), ncols=2, title="N, K (shapes)", frameon=False,
+                    fontsize="small")
     return figure
