@@ -1,0 +1,147 @@
+"""What not knowing the faster GEMM family costs a search: on the shapes swept with both the pointer and the TMA GEMM
+on one GPU model, each family's search alone, both in turn and a race that probes both and keeps the leader
+(`tunebench.family_race`), replayed; seconds to 0.99 of the faster family's recorded best, and where each ends.
+
+`.venv/bin/python benchmarks/family_race.py` (resumable: runs are cached under results/family_race/study.runs/) writes
+results/family_race/summary.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from tunebench.family_race import policy_trace
+from tunebench.files import write_text_atomically
+from tunebench.metrics import median_with_ci, seconds_to_reach
+from tunebench.study import Budget, Task, open_dataset, run_study
+from tunebench.tables import markdown_table
+
+DATASETS = Path("results/datasets")
+# (GPU, the pointer GEMM's dataset, the TMA GEMM's, the shapes both hold). The H200's pointer data is the prediction
+# dataset's 600 candidates; its TMA data the sweep with widened tiles (tall tiles lose at three of the four shapes and
+# were swept at the fourth apart, docs/tma_gemm.md).
+PAIRS = (
+    ("H100", DATASETS / "matmul_bfloat16_h100.parquet", DATASETS / "matmul_tma_bfloat16_h100_hinted.parquet",
+     ((200, 3000, 5000), (1000, 5000, 3000))),
+    ("H200", DATASETS / "matmul_bfloat16_h200_prediction.parquet",
+     DATASETS / "matmul_tma_bfloat16_h200_mid_widened.parquet",
+     ((256, 11008, 4096), (512, 4096, 11008), (768, 4096, 14336), (1024, 6144, 4096))),
+)
+FAMILIES = ("pointer", "TMA")
+# policy label -> (policy, the families it searches in order, probe batches, margin)
+ARMS = {
+    "pointer alone": ("alone", ("pointer",), 1, 0.0),
+    "TMA alone": ("alone", ("TMA",), 1, 0.0),
+    "both in turn, pointer first": ("in turn", ("pointer", "TMA"), 1, 0.0),
+    "race, one batch each": ("race", ("pointer", "TMA"), 1, 0.0),
+    "race, two batches each": ("race", ("pointer", "TMA"), 2, 0.0),
+    "race, on while within 5 %": ("race", ("pointer", "TMA"), 1, 0.05),
+    "race, on while within 10 %": ("race", ("pointer", "TMA"), 1, 0.10),
+}
+TARGET = 0.99
+OUT = Path("results/family_race")
+
+
+def tasks() -> list[tuple[str, tuple[int, int, int], dict[str, Task]]]:
+    """(GPU, shape, {family: its task}) for every shape of PAIRS."""
+    return [(gpu, shape, {"pointer": Task(str(pointer), shape), "TMA": Task(str(tma), shape)})
+            for gpu, pointer, tma, shapes in PAIRS for shape in shapes]
+
+
+def arm_rows(traces: dict[str, pd.DataFrame], optimum_ms: float) -> list[dict]:
+    """Per arm: seconds to TARGET of `optimum_ms`, the seconds until it ends, its final fraction and the family whose
+    config it ends with."""
+    rows = []
+    for label, (policy, families, probes, margin) in ARMS.items():
+        combined = policy_trace(policy, {family: traces[family] for family in families}, probes, margin)
+        final = combined.iloc[-1]
+        found = combined[combined["latency_ms"] == final["best_ms"]]
+        rows.append({"arm": label, "seconds to target": seconds_to_reach(combined["best_ms"], combined["time_s"],
+                                                                         optimum_ms, TARGET),
+                     "seconds": final["time_s"], "final fraction": optimum_ms / final["best_ms"],
+                     "ends on": found["family"].iloc[0] if len(found) else "none"})
+    return rows
+
+
+def evaluate(trace: pd.DataFrame, seeds: Sequence[int]) -> pd.DataFrame:
+    """Every arm on every shape and seed, from the families' replayed runs in `trace` (a `run_study` table); `extra s`
+    is an arm's seconds to TARGET less those of the faster family's search alone in the same seed (NaN where either
+    never gets there)."""
+    rows = []
+    for gpu, shape, family_tasks in tasks():
+        optimum_ms = min(open_dataset(task.dataset).optimum_ms(shape) for task in family_tasks.values())
+        for seed in seeds:
+            traces = {family: trace[(trace["task"] == task.name) & (trace["seed"] == seed)].sort_values("eval_index")
+                      for family, task in family_tasks.items()}
+            arms = arm_rows(traces, optimum_ms)
+            faster = min(family_tasks, key=lambda family: open_dataset(family_tasks[family].dataset).optimum_ms(shape))
+            oracle = next(row["seconds to target"] for row in arms if row["arm"] == f"{faster} alone")
+            rows += [{"gpu": gpu, "shape": "x".join(map(str, shape)), "seed": seed, **row,
+                      "extra s": row["seconds to target"] - oracle} for row in arms]
+    return pd.DataFrame(rows)
+
+
+def _median(values: pd.Series) -> str:
+    median, low, high = median_with_ci(values.fillna(math.inf).to_numpy())
+    text = [("∞" if math.isinf(v) else f"{v:.1f}") for v in (median, low, high)]
+    return f"{text[0]} [{text[1]}, {text[2]}]"
+
+
+def summary_tables(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per shape and arm, and over all shapes per arm: medians over seeds (and shapes) of the seconds to TARGET (with
+    95 % intervals; never = ∞), runs that reach it, the median of the paired extra seconds over searching the faster
+    family alone, seconds until the arm ends, the final fraction, and which family the runs end on."""
+    def table(groups, names: Sequence[str]) -> pd.DataFrame:
+        return pd.DataFrame([{**dict(zip(names, keys)),
+                              f"s to {TARGET}": _median(group["seconds to target"]),
+                              "runs reaching it": f"{group['seconds to target'].notna().mean():.0%}",
+                              "extra s, paired": (round(float(group["extra s"].median()), 1)
+                                                  if group["extra s"].notna().any() else "n/a"),
+                              "s until it ends": round(float(group["seconds"].median()), 1),
+                              "final fraction": round(float(group["final fraction"].median()), 3),
+                              "ends on TMA": f"{(group['ends on'] == 'TMA').mean():.0%}"}
+                             for keys, group in groups])
+    per_shape = table(results.groupby(["shape", "arm"], sort=False), ["shape", "arm"])
+    overall = table((((arm,), group) for arm, group in results.groupby("arm", sort=False)), ["arm"])
+    return per_shape, overall
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--strategy", default="lfbo")
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=300.0, help="each family's search's simulated budget")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    seeds = list(range(args.seeds))
+    all_tasks = [task for _, _, family_tasks in tasks() for task in family_tasks.values()]
+    trace = run_study([args.strategy], all_tasks, seeds, Budget(seconds=args.seconds),
+                      args.out / f"study_{args.strategy}.parquet", workers=args.workers)
+    results = evaluate(trace, seeds)
+    per_shape, overall = summary_tables(results)
+    command = " ".join([".venv/bin/python benchmarks/family_race.py", *(sys.argv[1:] if argv is None else argv)])
+    text = "\n".join([
+        f"# Searching both GEMM families, replayed: {args.strategy}, {args.seeds} seeds", "",
+        f"Command: `{command}`. Each family's search is {args.strategy} on the family's recorded sweep, replayed on the "
+        f"sequential clock until it stops by itself or after {args.seconds:g} simulated seconds; the arms order whole "
+        "batches of those runs on one clock (`tunebench.family_race`). The target is "
+        f"{TARGET} of the faster family's recorded best at the shape. Medians over seeds with 95 % intervals; a run "
+        "that never reaches the target counts as ∞. `extra s, paired`: the median over runs that both reach the target "
+        "of the arm's seconds less those of the faster family's search alone with the same seed.", "",
+        "## Over the shapes (every shape and seed pooled)", "", markdown_table(overall), "",
+        "## Per shape", "", markdown_table(per_shape), ""])
+    write_text_atomically(args.out / f"summary_{args.strategy}.md", text)
+    results.to_csv(args.out / f"per_run_{args.strategy}.csv", index=False, float_format="%.6g")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
