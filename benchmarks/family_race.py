@@ -82,7 +82,7 @@ def evaluate(trace: pd.DataFrame, seeds: Sequence[int]) -> pd.DataFrame:
             arms = arm_rows(traces, optimum_ms)
             faster = min(family_tasks, key=lambda family: open_dataset(family_tasks[family].dataset).optimum_ms(shape))
             oracle = next(row["seconds to target"] for row in arms if row["arm"] == f"{faster} alone")
-            rows += [{"gpu": gpu, "shape": "x".join(map(str, shape)), "seed": seed, **row,
+            rows += [{"gpu": gpu, "shape": "x".join(map(str, shape)), "seed": seed, "faster family": faster, **row,
                       "extra s": row["seconds to target"] - oracle} for row in arms]
     return pd.DataFrame(rows)
 

@@ -35,8 +35,8 @@ from IPython.display import Markdown, display
 from tunebench.dataset_summary import provenance_line
 from tunebench.gemm_kernels import (
     live_table, plot_live_against_vendor, plot_repeats_against_vendor, plot_replay_against_vendor, plot_side_by_side,
-    families_table, plot_family_gaps, plot_sweep_against_vendor, read_families, repeats_table, replay_by_seed,
-    replay_summary, rounds_tables, side_by_side_table, sweep_table,
+    families_table, plot_family_gaps, plot_sweep_against_vendor, race_table, read_families, repeats_table,
+    replay_by_seed, replay_summary, rounds_tables, side_by_side_table, sweep_table,
 )
 from tunebench.notebook_tables import table_style
 from tunebench.replay_fidelity import (
@@ -60,6 +60,7 @@ replay_startup_s = 0.0  # seconds before the first batch a live run pays (H200: 
 rounds = "results/matmul_tma/rounds_h200.csv"  # benchmarks/tma_rounds.py's re-timing of the sweep's top configs
 families = "results/gemm_families"  # benchmarks/gemm_families_rounds.py's timings of both families, side by side
 gaps = "results/gemm_families/pointer_gaps_h100.csv"  # benchmarks/family_gaps.py: each shape's best against cuBLAS
+race = "results/family_race"  # benchmarks/family_race.py's runs: both families searched, replayed
 helion = ["results/helion_side_by_side/4096x4096x4096", "results/helion_side_by_side/256x11008x4096",
           "results/helion_side_by_side/32x28672x8192"]  # benchmarks/helion_side_by_side.py's runs, a folder per shape
 
@@ -70,7 +71,7 @@ live_dir = repo_path(live)
 show_run_header({"dataset": dataset, "live": live, "strategies": strategies, "replay_seeds": replay_seeds,
                  "replay_seconds": replay_seconds, "replay_workers": replay_workers, "replay_clock": replay_clock,
                  "replay_startup_s": replay_startup_s, "rounds": rounds, "families": families, "gaps": gaps,
-                 "helion": helion},
+                 "race": race, "helion": helion},
                 {"dataset": provenance_line(recorded)})
 
 # %% [markdown]
@@ -109,6 +110,16 @@ display(table_style(families_table(read_families(repo_path(families)))))
 
 # %%
 plot_family_gaps(pd.read_csv(repo_path(gaps)));
+
+# %% [markdown]
+# When which family is faster is not known, a search can take both: in turn, or as a race that probes each family's
+# first batch and goes on with the leader (while the other is within a margin). `benchmarks/family_race.py` replayed
+# them at the six shapes swept with both families (the TMA GEMM is faster at all six): per arm and strategy, the paired
+# median of the extra seconds to 0.99 of the faster family's best over searching that family alone, and (in brackets)
+# the runs that end on the faster family's config ("Searching both families" in docs/tma_gemm.md).
+
+# %%
+display(table_style(race_table(repo_path(race))))
 
 # %% [markdown]
 # ## Replayed searches

@@ -102,3 +102,15 @@ def test_the_benchmarks_arms_report_seconds_to_the_target_and_the_family_each_en
     assert rows["both in turn, pointer first"]["seconds to target"] == 19.0
     assert rows["race, one batch each"]["seconds to target"] == 14.0
     assert all(row["ends on"] == "TMA" for label, row in rows.items() if label != "pointer alone")
+
+
+def test_the_report_table_has_an_arm_per_row_and_a_strategy_per_column(tmp_path: Path) -> None:
+    from tunebench.gemm_kernels import race_table
+
+    runs = pd.DataFrame({"shape": ["a"] * 4, "seed": [0, 0, 1, 1], "faster family": ["TMA"] * 4,
+                         "arm": ["pointer alone", "race", "pointer alone", "race"],
+                         "extra s": [math.nan, 2.0, math.nan, 4.0], "ends on": ["pointer", "TMA", "pointer", "pointer"]})
+    runs.to_csv(tmp_path / "per_run_lfbo.csv", index=False)
+    table = race_table(tmp_path).set_index("arm")
+    assert list(table.columns) == ["lfbo"]
+    assert table.loc["pointer alone", "lfbo"] == "never (0%)" and table.loc["race", "lfbo"] == "+3.0 s (50%)"

@@ -1,7 +1,7 @@
 """The TMA GEMM (`matmul_tma`) beside the pointer GEMM (`matmul`) and cuBLAS: tables of its recorded sweep, of its
-best configs re-timed in rounds, of the strategies replayed on it, of the live searches of both kernels and of where
-the pointer GEMM falls short of cuBLAS, and their plots (`benchmarks/tma_kernel.py`, `benchmarks/tma_rounds.py`,
-`benchmarks/family_gaps.py`, the `gemm_kernels` notebook).
+best configs re-timed in rounds, of the strategies replayed on it, of the live searches of both kernels, of where
+the pointer GEMM falls short of cuBLAS and of searching both families, and their plots (`benchmarks/tma_kernel.py`,
+`benchmarks/tma_rounds.py`, `benchmarks/family_gaps.py`, `benchmarks/family_race.py`, the `gemm_kernels` notebook).
 """
 
 from __future__ import annotations
@@ -248,6 +248,24 @@ def families_table(timings: dict[str, pd.DataFrame]) -> pd.DataFrame:
     pointer = rows[rows.family == FAMILIES[0]].set_index("shape")["its median ms"]
     rows["vs the pointer GEMM's fastest"] = (pointer.reindex(rows["shape"]).to_numpy() / rows["its median ms"]).round(3)
     return rows[["shape", "family", *[c for c in rows.columns if c not in ("shape", "family")]]]
+
+
+def race_table(folder: Path) -> pd.DataFrame:
+    """benchmarks/family_race.py's runs (`per_run_<strategy>.csv` in `folder`): a row per arm, a column per strategy,
+    each cell the median of the paired extra seconds to 0.99 of the faster family's best over searching that family
+    alone, and in brackets the share of runs that end on the faster family's config."""
+    columns = {}
+    for path in sorted(folder.glob("per_run_*.csv")):
+        runs = pd.read_csv(path)
+        runs = runs.assign(on_faster=runs["ends on"] == runs["faster family"])
+        cells = {}
+        for arm, group in runs.groupby("arm", sort=False):
+            extra = group["extra s"].median()
+            cells[arm] = (f"{'never' if pd.isna(extra) else f'{extra:+.1f} s'} "
+                          f"({group['on_faster'].mean():.0%})")
+        columns[path.stem.removeprefix("per_run_")] = cells
+    table = pd.DataFrame(columns)
+    return table.rename_axis("arm").reset_index()
 
 
 # -- plots ---------------------------------------------------------------------------------------------------------
