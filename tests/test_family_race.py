@@ -65,6 +65,9 @@ def test_race_with_a_margin_keeps_searching_a_family_within_it_and_drops_one_bey
     assert list(combined["time_s"]) == [2.0, 7.0, 7.0, 8.0, 9.0, 13.0]
     # without the margin the close family is dropped after its probe
     assert list(race({"close": close, "fast": FAST})["family"]) == ["close"] + ["fast"] * 4
+    # without a margin, families tied after the probes go on in turn until one leads
+    first, second = trace([(1.0, [1.0]), (2.0, [0.9])]), trace([(1.0, [1.0]), (2.0, [0.8])])
+    assert list(race({"first": first, "second": second})["family"]) == ["first", "second", "first", "second"]
     # a family whose search has ended stays a contender; the other runs on to its end
     short = trace([(1.0, [1.45])])
     assert list(race({"short": short, "fast": FAST}, margin=0.1)["family"]) == ["short"] + ["fast"] * 4

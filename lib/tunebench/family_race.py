@@ -53,8 +53,8 @@ def in_turn(traces: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 def race(traces: Mapping[str, pd.DataFrame], probe_batches: int = 1, margin: float = 0.0) -> pd.DataFrame:
     """The first `probe_batches` batches of each family in the mapping's order; then, while another family's best is
     within `margin` (a fraction) of the leader's, one more batch of each such family in turn; a family further behind
-    is dropped for good. The last family left searching runs to its end. With margin 0 the leader after the probes
-    (the first, on a tie) continues alone."""
+    is dropped for good. The last family left searching runs to its end. With margin 0 the probes' leader continues
+    alone (with any family tied with it, in turn)."""
     if probe_batches < 1:
         raise ValueError(f"probe_batches must be >= 1, got {probe_batches!r}")
     if margin < 0:
