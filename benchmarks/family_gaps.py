@@ -109,7 +109,7 @@ def report(dataset_path: Path, swept_paths: Sequence[Path], below: float, comman
         markdown_table(gaps, "{:.3g}"), "",
         "## The next TMA sweeps (fixed before any of them is measured)", "",
         f"Per cell of the table that the TMA GEMM can take, the shape with the lowest ratio, if under {below:g}x, "
-        "leaving out shapes that an H100 TMA dataset already holds "
+        "leaving out shapes that these TMA datasets of the GPU already hold "
         f"({', '.join(f'`{shown_path(Path(p).resolve())}`' for p in swept_paths) or 'none given'}); "
         "sweep them in this order:", "",
         markdown_table(plan_rows[["shape", "class", "family", "best_ms", "vendor_ms", "ratio"]], "{:.4g}"), "",
