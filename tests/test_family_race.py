@@ -117,3 +117,33 @@ def test_the_report_table_has_an_arm_per_row_and_a_strategy_per_column(tmp_path:
     table = race_table(tmp_path).set_index("arm")
     assert list(table.columns) == ["lfbo"]
     assert table.loc["pointer alone", "lfbo"] == "never (0%)" and table.loc["race", "lfbo"] == "+3.0 s (50%)"
+
+
+def test_stepping_the_searches_gives_the_race_and_the_turns_that_reordering_their_traces_gives() -> None:
+    from tunebench.family_race import in_turn_searches, race_searches
+    from tunebench.measure.replay import ReplayEvaluator
+    from tunebench.search import make_strategy
+    from tunebench.study import Budget, Search, run_search
+
+    root = Path(__file__).resolve().parents[1]
+    _, pointer, tma, shapes = benchmark.PAIRS[0]
+    datasets = {"pointer": open_dataset(root / pointer), "TMA": open_dataset(root / tma)}
+
+    def searches(seed: int) -> dict[str, Search]:
+        evaluators = {family: ReplayEvaluator(dataset, shapes[0]) for family, dataset in datasets.items()}
+        return {family: Search(make_strategy("lfbo_quick", evaluator.space, seed=seed), evaluator, Budget(seconds=60))
+                for family, evaluator in evaluators.items()}
+
+    traces = {family: run_search(search.strategy, search.evaluator, search.budget)
+              for family, search in searches(0).items()}
+    for recorded, stepped in ((race(traces, margin=0.1), race_searches(searches(0), margin=0.1)),
+                              (in_turn(traces), in_turn_searches(searches(0)))):
+        assert list(stepped["family"]) == list(recorded["family"])
+        assert list(stepped["config_key"]) == list(recorded["config_key"])
+        assert stepped["best_ms"].iloc[-1] == recorded["best_ms"].iloc[-1]
+        # the clocks differ only by the strategies' own CPU time, measured anew
+        assert stepped["time_s"].iloc[-1] == pytest.approx(recorded["time_s"].iloc[-1], rel=0.1)
+    raced = searches(0)
+    combined = race_searches(raced)
+    for family, search in raced.items():  # a dropped family's search is stepped no further than the race ran it
+        assert search.evaluations == int((combined["family"] == family).sum())

@@ -2,17 +2,22 @@
 not known: each family's search alone, both in turn, or a race that probes each and keeps the leader, on one clock.
 
 Each family's search runs against its own evaluator, so what its strategy asks never depends on the other family's
-results. A policy is therefore an ordering of whole batches of the families' own traces (`study.run_search`), each batch
-charged what it cost in its own trace: exact on the sequential replay clock, where one GPU runs one batch at a time.
+results. A policy is therefore an ordering of whole batches of the families' own searches, each batch charged what it
+cost on its own evaluator's clock: `race` and `in_turn` reorder recorded traces (`study.run_search`), exact on the
+sequential replay clock, where one GPU runs one batch at a time; `race_searches` and `in_turn_searches` step
+`study.Search`es in that order, live or replayed, and stop the dropped ones.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping, Protocol
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from tunebench.study import Search
 
 POLICIES = ("alone", "in turn", "race")
 
@@ -34,6 +39,8 @@ def _on_one_clock(batches: list[pd.DataFrame]) -> pd.DataFrame:
     columns = ["family", "eval_index", "time_s", "latency_ms", "best_ms"]
     if not batches:
         return pd.DataFrame(columns=columns)
+    if all("config_key" in batch for batch in batches):
+        columns.insert(2, "config_key")
     clock, rows = 0.0, []
     for batch in batches:
         clock += batch["seconds"].iloc[0]
@@ -45,9 +52,103 @@ def _on_one_clock(batches: list[pd.DataFrame]) -> pd.DataFrame:
     return combined[columns]
 
 
+class _Batches(Protocol):
+    """One family's batches, one at a time, each a frame of its rows with `family` and the `seconds` it took."""
+
+    def has_more(self) -> bool: ...
+
+    def next_batch(self) -> pd.DataFrame | None: ...
+
+
+class _Recorded:
+    """The batches of a finished trace."""
+
+    def __init__(self, family: str, trace: pd.DataFrame) -> None:
+        self._batches, self._next = _batches(family, trace), 0
+
+    def has_more(self) -> bool:
+        return self._next < len(self._batches)
+
+    def next_batch(self) -> pd.DataFrame | None:
+        if not self.has_more():
+            return None
+        self._next += 1
+        return self._batches[self._next - 1]
+
+
+class _Stepped:
+    """A search stepped on demand: a batch is the rows one or more steps add (a step whose configs were all seen
+    before adds none), charged the seconds its evaluator's clock moved meanwhile."""
+
+    def __init__(self, family: str, search: Search) -> None:
+        self._family, self._search = family, search
+
+    def has_more(self) -> bool:
+        return not self._search.over
+
+    def next_batch(self) -> pd.DataFrame | None:
+        search = self._search
+        before, started = search.evaluations, search.evaluator.elapsed_s
+        while not search.over and search.evaluations == before:
+            search.step()
+        if search.evaluations == before:
+            return None
+        rows = search.trace().iloc[before:]
+        return rows.assign(family=self._family, seconds=search.evaluator.elapsed_s - started)
+
+
+def _in_turn(sources: Mapping[str, _Batches]) -> pd.DataFrame:
+    order = []
+    for source in sources.values():
+        while source.has_more():
+            batch = source.next_batch()
+            if batch is not None:
+                order.append(batch)
+    return _on_one_clock(order)
+
+
 def in_turn(traces: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Each family's whole search, one family after another in the mapping's order."""
-    return _on_one_clock([batch for family, trace in traces.items() for batch in _batches(family, trace)])
+    return _in_turn({family: _Recorded(family, trace) for family, trace in traces.items()})
+
+
+def in_turn_searches(searches: Mapping[str, Search]) -> pd.DataFrame:
+    """`in_turn`, stepping each family's search to its end in the mapping's order."""
+    return _in_turn({family: _Stepped(family, search) for family, search in searches.items()})
+
+
+def _race(sources: Mapping[str, _Batches], probe_batches: int, margin: float) -> pd.DataFrame:
+    if probe_batches < 1:
+        raise ValueError(f"probe_batches must be >= 1, got {probe_batches!r}")
+    if margin < 0:
+        raise ValueError(f"margin must be a fraction >= 0, got {margin!r}")
+    best = dict.fromkeys(sources, math.inf)
+    order: list[pd.DataFrame] = []
+
+    def run(family: str, count: int | None) -> None:
+        """`count` batches of the family's search (None: to its end)."""
+        ran = 0
+        while sources[family].has_more() and (count is None or ran < count):
+            batch = sources[family].next_batch()
+            ran += 1
+            if batch is not None:
+                order.append(batch)
+                fastest = batch["latency_ms"].min()
+                best[family] = min(best[family], float(fastest) if pd.notna(fastest) else math.inf)
+
+    for family in sources:
+        run(family, probe_batches)
+    contenders = list(sources)
+    while True:
+        leader = min(best[family] for family in contenders)
+        contenders = [family for family in contenders if best[family] <= leader * (1 + margin)]
+        searching = [family for family in contenders if sources[family].has_more()]
+        if len(searching) <= 1:
+            for family in searching:
+                run(family, None)
+            return _on_one_clock(order)
+        for family in searching:
+            run(family, 1)
 
 
 def race(traces: Mapping[str, pd.DataFrame], probe_batches: int = 1, margin: float = 0.0) -> pd.DataFrame:
@@ -55,35 +156,13 @@ def race(traces: Mapping[str, pd.DataFrame], probe_batches: int = 1, margin: flo
     within `margin` (a fraction) of the leader's, one more batch of each such family in turn; a family further behind
     is dropped for good. The last family left searching runs to its end. With margin 0 the probes' leader continues
     alone (with any family tied with it, in turn)."""
-    if probe_batches < 1:
-        raise ValueError(f"probe_batches must be >= 1, got {probe_batches!r}")
-    if margin < 0:
-        raise ValueError(f"margin must be a fraction >= 0, got {margin!r}")
-    split = {family: _batches(family, trace) for family, trace in traces.items()}
-    ran = dict.fromkeys(split, 0)
-    best = dict.fromkeys(split, math.inf)
-    order: list[pd.DataFrame] = []
+    return _race({family: _Recorded(family, trace) for family, trace in traces.items()}, probe_batches, margin)
 
-    def run(family: str, count: int) -> None:
-        for batch in split[family][ran[family]:ran[family] + count]:
-            order.append(batch)
-            fastest = batch["latency_ms"].min()
-            best[family] = min(best[family], float(fastest) if pd.notna(fastest) else math.inf)
-        ran[family] = min(len(split[family]), ran[family] + count)
 
-    for family in split:
-        run(family, probe_batches)
-    contenders = list(split)
-    while True:
-        leader = min(best[family] for family in contenders)
-        contenders = [family for family in contenders if best[family] <= leader * (1 + margin)]
-        searching = [family for family in contenders if ran[family] < len(split[family])]
-        if len(searching) <= 1:
-            for family in searching:
-                run(family, len(split[family]))
-            return _on_one_clock(order)
-        for family in searching:
-            run(family, 1)
+def race_searches(searches: Mapping[str, Search], probe_batches: int = 1, margin: float = 0.0) -> pd.DataFrame:
+    """`race`, stepping the families' searches (live or replayed) in its order; a dropped family's search is not
+    stepped again."""
+    return _race({family: _Stepped(family, search) for family, search in searches.items()}, probe_batches, margin)
 
 
 def policy_trace(policy: str, traces: Mapping[str, pd.DataFrame], probe_batches: int = 1,

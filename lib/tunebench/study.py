@@ -109,58 +109,90 @@ def key_text(key: tuple) -> str:
     return ",".join(map(str, key))
 
 
-def run_search(strategy: Strategy, evaluator: Evaluator, budget: Budget) -> pd.DataFrame:
-    """Drive one strategy against one evaluator until the budget is spent or the strategy is done.
+class Search:
+    """One strategy driven against one evaluator, a batch per `step()`, until the budget is spent or the strategy is
+    done (what `run_search` runs to its end; a caller that interleaves several searches steps each in turn).
 
     A row per unique evaluation. Every result of a batch is known at the batch's end, so they share its
     clock reading. Configs already evaluated are answered from a cache without charge; the strategy's CPU
     time in ask and tell is measured and charged to the evaluator's clock.
     """
-    seen: dict[tuple, Result] = {}
-    rows: list[dict[str, Any]] = []
-    best = math.inf
-    strategy_s = 0.0
-    batch_index = 0
-    stalled = 0
-    space = strategy.space
-    while True:
+
+    def __init__(self, strategy: Strategy, evaluator: Evaluator, budget: Budget) -> None:
+        self.strategy, self.evaluator, self.budget = strategy, evaluator, budget
+        self.over = False  # no batch will run any more
+        self._seen: dict[tuple, Result] = {}
+        self._rows: list[dict[str, Any]] = []
+        self._best = math.inf
+        self._strategy_s = 0.0
+        self._batches = 0
+        self._stalled = 0
+
+    def step(self) -> None:
+        """Ask for one batch, evaluate its new configs and tell the strategy the results; or, once the budget is
+        spent or the strategy asks for nothing more, mark the search `over` without running anything."""
+        if self.over:
+            return
+        budget, evaluator, seen, rows = self.budget, self.evaluator, self._seen, self._rows
         if budget.seconds is not None and evaluator.elapsed_s >= budget.seconds:
-            break
+            self.over = True
+            return
         left = None if budget.evaluations is None else budget.evaluations - len(seen)
         if left is not None and left <= 0:
-            break
+            self.over = True
+            return
         started = time.process_time()
-        batch = strategy.ask()
+        batch = self.strategy.ask()
         spent = time.process_time() - started
         if not batch:
-            break
-        keys = [space.key(config) for config in batch]
+            self.over = True
+            return
+        keys = [self.strategy.space.key(config) for config in batch]
         new = [i for i, key in enumerate(keys) if key not in seen]
         truncated = left is not None and len(new) > left
         new = new[:left] if left is not None else new
         evaluator.charge(spent)
         fresh = evaluator.evaluate([batch[i] for i in new])
-        batch_index += 1
+        self._batches += 1
         for i, result in zip(new, fresh):
             seen[keys[i]] = result
-            best = min(best, result.objective)
-            rows.append({"eval_index": len(seen), "batch": batch_index, "time_s": math.nan,
+            self._best = min(self._best, result.objective)
+            rows.append({"eval_index": len(seen), "batch": self._batches, "time_s": math.nan,
                          "config_key": key_text(keys[i]), "status": result.status.value,
-                         "latency_ms": result.latency_ms if result.ok else math.nan, "best_ms": best})
-        strategy_s += spent
-        stalled = 0 if new else stalled + 1
-        if stalled >= STALLED_BATCHES:
-            break
+                         "latency_ms": result.latency_ms if result.ok else math.nan, "best_ms": self._best})
+        self._strategy_s += spent
+        self._stalled = 0 if new else self._stalled + 1
+        if self._stalled >= STALLED_BATCHES:
+            self.over = True
+            return
         if truncated:  # the budget ran out inside this batch: the search is over
-            _stamp(rows, evaluator.elapsed_s, strategy_s)
-            break
+            _stamp(rows, evaluator.elapsed_s, self._strategy_s)
+            self.over = True
+            return
         started = time.process_time()
-        strategy.tell([seen[key] for key in keys])
+        self.strategy.tell([seen[key] for key in keys])
         spent = time.process_time() - started
         evaluator.charge(spent)
-        strategy_s += spent
-        _stamp(rows, evaluator.elapsed_s, strategy_s)
-    return pd.DataFrame(rows, columns=[c for c in TRACE_COLUMNS if c not in ("strategy", "task", "seed")])
+        self._strategy_s += spent
+        _stamp(rows, evaluator.elapsed_s, self._strategy_s)
+
+    @property
+    def evaluations(self) -> int:
+        """Unique configs evaluated so far (the trace's rows)."""
+        return len(self._rows)
+
+    def trace(self) -> pd.DataFrame:
+        """The rows so far, a row per unique evaluation."""
+        return pd.DataFrame(self._rows, columns=[c for c in TRACE_COLUMNS if c not in ("strategy", "task", "seed")])
+
+
+def run_search(strategy: Strategy, evaluator: Evaluator, budget: Budget) -> pd.DataFrame:
+    """Drive one strategy against one evaluator until the budget is spent or the strategy is done (`Search`, run to
+    its end): the trace, a row per unique evaluation."""
+    search = Search(strategy, evaluator, budget)
+    while not search.over:
+        search.step()
+    return search.trace()
 
 
 def _stamp(rows: list[dict[str, Any]], time_s: float, strategy_s: float) -> None:
