@@ -124,8 +124,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--below", type=float, default=0.9, help="plan only shapes under this ratio to cuBLAS")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    if not args.below > 0:
+        parser.error(f"--below must be a positive ratio to cuBLAS, got {args.below!r}")
+    missing = [str(path) for path in (args.dataset, *args.swept) if not path.is_file()]
+    if missing:
+        parser.error(f"no such dataset: {', '.join(missing)}")
     command = " ".join([".venv/bin/python benchmarks/family_gaps.py", *(sys.argv[1:] if argv is None else argv)])
-    text, ratios = report(args.dataset, args.swept, args.below, command)
+    try:
+        text, ratios = report(args.dataset, args.swept, args.below, command)
+    except ValueError as error:  # a dataset without vendor timings, or of another kernel's shapes
+        parser.error(str(error))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(args.out, text)
     write_text_atomically(args.out.with_suffix(".csv"), ratios.to_csv(index=False, float_format="%.6g"))

@@ -19,6 +19,7 @@ import pandas as pd
 from tunebench.family_race import policy_trace
 from tunebench.files import write_text_atomically
 from tunebench.metrics import median_with_ci, seconds_to_reach
+from tunebench.search import check_strategy_names
 from tunebench.study import Budget, Task, open_dataset, run_study
 from tunebench.tables import markdown_table
 
@@ -120,6 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    if args.seeds < 1 or not args.seconds > 0 or args.workers < 1:
+        parser.error(f"--seeds and --workers must be >= 1 and --seconds > 0, got {args.seeds}, {args.workers} and "
+                     f"{args.seconds}")
+    try:
+        check_strategy_names([args.strategy])
+    except ValueError as error:
+        parser.error(str(error))
     seeds = list(range(args.seeds))
     all_tasks = [task for _, _, family_tasks in tasks() for task in family_tasks.values()]
     trace = run_study([args.strategy], all_tasks, seeds, Budget(seconds=args.seconds),

@@ -64,3 +64,13 @@ def test_a_dataset_without_vendor_timings_is_an_error() -> None:
     with pytest.raises(ValueError, match="no shape has both"):
         family_gaps.shape_ratios(pd.DataFrame({"M": [1], "N": [8], "K": [8], "latency_ms": [1.0], "status": ["ok"]}),
                                  pd.DataFrame({"M": [2], "N": [8], "K": [8], "latency_ms": [1.0]}))
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--below", "0"], "--below must be a positive ratio to cuBLAS, got 0.0"),
+    (["--dataset", "no/such.parquet"], "no such dataset: no/such.parquet"),
+])
+def test_the_script_refuses_bad_arguments(arguments, message, capsys, tmp_path) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        family_gaps.main([*arguments, "--out", str(tmp_path / "gaps.md")])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err

@@ -147,3 +147,14 @@ def test_stepping_the_searches_gives_the_race_and_the_turns_that_reordering_thei
     combined = race_searches(raced)
     for family, search in raced.items():  # a dropped family's search is stepped no further than the race ran it
         assert search.evaluations == int((combined["family"] == family).sum())
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--strategy", "nope"], "unknown strategies ['nope']"),
+    (["--seeds", "0"], "--seeds and --workers must be >= 1 and --seconds > 0, got 0, 2 and 300.0"),
+])
+def test_the_benchmark_refuses_bad_arguments_before_replaying(arguments, message, capsys, tmp_path) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        benchmark.main([*arguments, "--out", str(tmp_path)])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
