@@ -97,9 +97,9 @@ def report(dataset_path: Path, swept_paths: Sequence[Path], below: float, comman
     ratios = shape_ratios(dataset.measurements, dataset.vendor)
     gaps = gap_table(ratios)
     plan = sweep_plan(ratios, swept_shapes(swept_paths), below)
-    shapes = ",".join("x".join(map(str, shape)) for shape in plan[SHAPE].itertuples(index=False, name=None))
     gpu = dataset.provenance.get("gpu_name", dataset.gpu)
     plan_rows = plan.assign(shape=["x".join(map(str, s)) for s in plan[SHAPE].itertuples(index=False, name=None)])
+    shapes = ",".join(plan_rows["shape"])
     return "\n".join([
         "# Where the pointer GEMM falls short of cuBLAS, and where the TMA GEMM is to be swept next", "",
         f"Command: `{command}`. Data: `{shown_path(dataset_path.resolve())}` ({len(ratios):,} shapes, {gpu}); "

@@ -76,12 +76,12 @@ def evaluate(trace: pd.DataFrame, seeds: Sequence[int]) -> pd.DataFrame:
     never gets there)."""
     rows = []
     for gpu, shape, family_tasks in tasks():
-        optimum_ms = min(open_dataset(task.dataset).optimum_ms(shape) for task in family_tasks.values())
+        optima = {family: open_dataset(task.dataset).optimum_ms(shape) for family, task in family_tasks.items()}
+        faster = min(optima, key=optima.get)
         for seed in seeds:
             traces = {family: trace[(trace["task"] == task.name) & (trace["seed"] == seed)].sort_values("eval_index")
                       for family, task in family_tasks.items()}
-            arms = arm_rows(traces, optimum_ms)
-            faster = min(family_tasks, key=lambda family: open_dataset(family_tasks[family].dataset).optimum_ms(shape))
+            arms = arm_rows(traces, optima[faster])
             oracle = next(row["seconds to target"] for row in arms if row["arm"] == f"{faster} alone")
             rows += [{"gpu": gpu, "shape": "x".join(map(str, shape)), "seed": seed, "faster family": faster, **row,
                       "extra s": row["seconds to target"] - oracle} for row in arms]
