@@ -107,6 +107,24 @@ def test_the_benchmarks_arms_report_seconds_to_the_target_and_the_family_each_en
     assert all(row["ends on"] == "TMA" for label, row in rows.items() if label != "pointer alone")
 
 
+def test_the_held_out_race_setting_is_chosen_on_the_other_shapes_and_scored_on_its_own() -> None:
+    one, margin = "race, one batch each", "race, on while within 10 %"
+    # Shape a: one batch is quicker but misses once; shapes b and c: one batch never misses and is quicker.
+    rows = [("a", one, 1.0, 1.0), ("a", one, None, None), ("a", margin, 2.0, 2.0), ("a", margin, 3.0, 3.0),
+            ("b", one, 1.0, 1.0), ("b", one, 1.0, 1.0), ("b", margin, 5.0, 5.0), ("b", margin, 5.0, 5.0),
+            ("c", one, 2.0, 2.0), ("c", one, None, None), ("c", margin, 4.0, 4.0), ("c", margin, 4.0, 4.0)]
+    results = pd.DataFrame(rows, columns=["shape", "arm", "seconds to target", "extra s"])
+    assert benchmark.choose_race(results[results["shape"] == "b"]) == one
+    assert benchmark.choose_race(results[results["shape"] != "b"]) == margin  # both a and c: one batch misses
+    chosen = benchmark.with_held_out_choice(results)
+    held_out = chosen[chosen["arm"] == benchmark.CHOSEN].groupby("shape")["chosen"].first().to_dict()
+    assert held_out == {"a": margin, "b": margin, "c": margin}  # b's own runs play no part in b's choice
+    assert chosen[(chosen["arm"] == benchmark.CHOSEN) & (chosen["shape"] == "b")]["extra s"].tolist() == [5.0, 5.0]
+    assert len(chosen) == len(results) + 6
+    with pytest.raises(ValueError, match="no runs of a race setting"):
+        benchmark.choose_race(results[results["arm"] == "TMA alone"])
+
+
 def test_the_report_table_has_an_arm_per_row_and_a_strategy_per_column(tmp_path: Path) -> None:
     from tunebench.gemm_kernels import race_table
 
