@@ -7,8 +7,6 @@ shapes of `matmul.PREDICTION_SHAPES` after the odd draw are whole batches of thi
 
 from __future__ import annotations
 
-import random
-
 from hinted_shapes import SIZES, draw_shapes, later_draw_main
 from odd_shapes import odd_draw_end
 

@@ -398,7 +398,8 @@ def main() -> int:
         target = training_data(target_dataset, resources)
         print(f"transfer to {target.gpu}", flush=True)
         with threadpool_limits(args.workers):
-            transfer = transfer_efficiency(data, target, replace(settings, models=1), TRANSFER_ADDED_SHAPES, N_SPLITS)
+            transfer = transfer_efficiency(data, target, replace(predictor.ranker.settings, models=1),
+                                           TRANSFER_ADDED_SHAPES, N_SPLITS)
         write_text_atomically(args.out / "transfer.csv", transfer.to_csv(index=False))
         order = [SOURCE_ONLY, *(f"source + {k} target shapes" for k in TRANSFER_ADDED_SHAPES if k), TARGET_ONLY]
         transfer_rows = []

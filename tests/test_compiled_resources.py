@@ -50,7 +50,7 @@ def test_an_odd_operand_keeps_one_shared_buffer_and_a_hinted_one_all():
                                    (64, 4100, 5000)])
 @pytest.mark.parametrize("split_k", [1, 4])
 def test_the_cpu_compile_is_what_a_launch_compiles(shape, split_k):
-    from tunebench.predict.compiled import compile_matmul, kernel_facts
+    from tunebench.predict.compiled import kernel_facts
 
     config = {**WIDE, "SPLIT_K": split_k}
     inputs = matmul.make_inputs(shape, "bfloat16")
@@ -88,7 +88,7 @@ def test_lookup_round_trip_and_errors(tmp_path):
 
 
 if __name__ == "__main__":
-    from tunebench.predict.compiled import compile_matmul, kernel_facts
+    from tunebench.predict.compiled import kernel_facts
 
     config, n_divisibility, k_divisibility = json.loads(sys.argv[1])
     print(json.dumps(kernel_facts(compile_matmul(config, n_divisibility, k_divisibility))))

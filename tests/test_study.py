@@ -12,7 +12,7 @@ import pytest
 from tunebench.measure.result import Result, Status
 from tunebench.search.base import Strategy
 from tunebench.space import PowerOfTwo, Space
-from tunebench.study import (Budget, Run, Task, cached_dataset, judged_by_recorded_medians, key_text, run_search,
+from tunebench.study import (Budget, Run, cached_dataset, judged_by_recorded_medians, key_text, run_search,
                              run_study, stale_runs, task_references, tasks_by_kernel, tasks_of)
 
 REPO = Path(__file__).resolve().parents[1]
