@@ -7,7 +7,9 @@ for the shape, was first reached. A strategy `warm:<name>` is <name> warm-starte
 
 Run on a GPU machine: `PYTHONPATH=lib python3 benchmarks/live_search.py --strategies lfbo pattern random --seconds 120`
 (writes results/live_search/<gpu>_<dtype>_<shape>.parquet and .md per shape; `--kernel matmul_tma` searches the TMA
-kernel's space instead, into <gpu>_matmul_tma_<dtype>_<shape>.*). With a predictor:
+kernel's space instead, into <gpu>_matmul_tma_<dtype>_<shape>.*; `--kernel both` races each strategy's search of the
+pointer GEMM against its search of the TMA GEMM, `tunebench.family_race.race_searches` with `--probe-batches` and
+`--race-margin`, into <gpu>_both_<dtype>_<shape>.*). With a predictor:
 `... --strategies lfbo warm:lfbo --predictor results/config_prediction/matmul_bfloat16_h100.predictor --shapes A,B`.
 Anywhere, from recorded traces: `.venv/bin/python benchmarks/live_search.py --summarize T1.parquet T2.parquet ...
 --summary-out S.md` writes each shape's table and the medians over the shapes.
@@ -16,6 +18,7 @@ Anywhere, from recorded traces: `.venv/bin/python benchmarks/live_search.py --su
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -27,6 +30,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from tunebench.collect import parse_shapes
+from tunebench.family_race import race_searches
 from tunebench.files import write_parquet_atomically, write_text_atomically
 from tunebench.kernels import get_kernel
 from tunebench.live_traces import across_shapes, summary_rows
@@ -35,10 +39,12 @@ from tunebench.search import NAMES, make_strategy, strategy_class
 from tunebench.search.base import Strategy
 from tunebench.search.warm_start import warm_start
 from tunebench.space import Space
-from tunebench.study import Budget, key_text, run_search
+from tunebench.study import Budget, Search, key_text, run_search
 from tunebench.tables import markdown_table
 
 WARM = "warm:"
+BOTH = "both"  # --kernel both: a race of the two GEMM families, each searched by the same strategy
+FAMILY_KERNELS = {"pointer": "matmul", "TMA": "matmul_tma"}
 WARM_NAME = re.compile(r"warm:(?P<inner>[^:]+)(?P<restart>:restart(?P<patience>[1-9][0-9]*)?)?")
 
 
@@ -61,12 +67,24 @@ def parse_strategy_name(name: str) -> tuple[str, dict[str, Any] | None]:
     return inner, warm
 
 
-def check_strategy_names(names: Sequence[str], predictor: Path | None) -> None:
-    """Registered names, or warm-started ones (`parse_strategy_name`) when a predictor is given; a clear error
-    otherwise."""
+def check_strategy_names(names: Sequence[str], predictor: Path | None, kernel: str = "matmul") -> None:
+    """Registered names, or warm-started ones (`parse_strategy_name`) when a predictor is given and one kernel family
+    is searched; a clear error otherwise."""
     for name in names:
-        if parse_strategy_name(name)[1] is not None and predictor is None:
-            raise ValueError(f"strategy {name!r} is warm-started by a predictor: give --predictor")
+        if parse_strategy_name(name)[1] is not None:
+            if kernel == BOTH:
+                raise ValueError(f"strategy {name!r} is warm-started by a predictor of one kernel family; --kernel "
+                                 f"{BOTH} races two: give it cold strategies")
+            if predictor is None:
+                raise ValueError(f"strategy {name!r} is warm-started by a predictor: give --predictor")
+
+
+def check_shape(kernel: str, shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape as the kernel family (or, for --kernel both, each of the two) takes it; the family's clear error for
+    one it cannot run."""
+    kernels = FAMILY_KERNELS.values() if kernel == BOTH else [kernel]
+    checked = [get_kernel(name).check_shape(shape) for name in kernels]
+    return checked[0]  # the families agree on a shape they both take
 
 
 def trace_name(kernel: str, dtype: str, shape: Sequence[int]) -> str:
@@ -104,6 +122,30 @@ def with_result_times(trace: pd.DataFrame, measured: Sequence[tuple[dict[str, An
     return trace.merge(times.drop_duplicates("config_key"), on="config_key", how="left")
 
 
+def race_live(name: str, shape: Sequence[int], dtype: str, seconds: float, seed: int, probe_batches: int,
+              margin: float, make_bench: Any = None) -> tuple[pd.DataFrame, float, float, dict[str, Any]]:
+    """Strategy `name` searching the pointer and the TMA GEMM at `shape`, raced on this GPU
+    (`family_race.race_searches`): (the combined trace, cuBLAS ms measured after it, the seconds until both searches
+    could start, the pointer bench's provenance). Both families' benches and evaluators start before the first ask,
+    so a family's budget of `seconds` runs on the race's wall clock; the trace's time_s adds up the batches' own
+    seconds, which leaves out only the moments between them. `make_bench`: GpuBench, or a stand-in in tests."""
+    if make_bench is None:
+        from tunebench.measure.live import GpuBench as make_bench
+    from tunebench.measure.live import LiveEvaluator
+
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        benches = {family: stack.enter_context(make_bench(kernel, dtype, seed=seed))
+                   for family, kernel in FAMILY_KERNELS.items()}
+        searches = {family: Search(make_strategy(name, bench.space, seed=seed), LiveEvaluator(bench, shape),
+                                   Budget(seconds=seconds)) for family, bench in benches.items()}
+        setup_s = time.monotonic() - started
+        trace = race_searches(searches, probe_batches, margin)
+        vendor_ms = benches["pointer"].measure_vendor(tuple(shape)).latency_ms
+        provenance = benches["pointer"].provenance(["python", *sys.argv])
+    return trace, vendor_ms, setup_s, provenance
+
+
 def summarize(traces: Sequence[Path], out: Path, command: str) -> str:
     """Each recorded trace's table, then `across_shapes` over them, written to `out` (markdown); returns the text."""
     summaries, parts = [], []
@@ -119,10 +161,45 @@ def summarize(traces: Sequence[Path], out: Path, command: str) -> str:
     return text
 
 
+def race_shape(args: argparse.Namespace, shape: tuple[int, ...]) -> None:
+    """Each strategy's race of the two families at `shape` (`race_live`), from a cold Triton cache, written as one
+    shape's trace and table."""
+    traces = []
+    for name in args.strategies:
+        os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"triton-race-{name}-")
+        trace, vendor_ms, setup_s, provenance = race_live(name, shape, args.dtype, args.seconds, args.seed,
+                                                          args.probe_batches, args.race_margin)
+        traces.append(trace.assign(strategy=f"race:{name}", vendor_ms=vendor_ms, setup_s=setup_s))
+        found = trace.loc[trace["latency_ms"] == trace["best_ms"].min(), "family"]
+        print(f"race:{name}", "x".join(map(str, shape)), f"best {trace.best_ms.min():.4f} ms "
+              f"({found.iloc[0] if len(found) else 'no config ran'}), cuBLAS {vendor_ms:.4f} ms", flush=True)
+    frame = pd.concat(traces, ignore_index=True)
+    stem = f"{provenance['gpu_name'].split()[1].lower()}_{trace_name(BOTH, args.dtype, shape)}"
+    write_parquet_atomically(frame, args.out / f"{stem}.parquet", **PARQUET_OPTIONS)
+    families = frame.groupby("strategy", sort=False)["family"].agg(lambda f: ", ".join(
+        f"{family} {count}" for family, count in f.value_counts().items())).rename("evaluations per family")
+    text = (f"# Live race of the two GEMM families, {args.dtype} {'x'.join(map(str, shape))} on "
+            f"{provenance['gpu_name']}\n\n"
+            f"Command: `{provenance['command']}` ({provenance['date']}, torch {provenance['torch']}, "
+            f"Triton {provenance['triton']})\n\n"
+            "Each strategy searches the pointer GEMM and the TMA GEMM, each family on its own bench; the race probes "
+            f"{args.probe_batches} batch(es) of each and goes on with every family within {args.race_margin:.0%} of "
+            "the leader (`tunebench.family_race`). Seconds add up the batches run, from a cold Triton cache; setup_s = "
+            "the time to start both benches; cuBLAS is measured after the race.\n\n"
+            + markdown_table(summary_rows(frame).merge(families, left_on="strategy", right_index=True)) + "\n")
+    write_text_atomically(args.out / f"{stem}.md", text)
+    print(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernel", default="matmul", choices=["matmul", "matmul_tma"],
-                        help="the GEMM kernel family whose space is searched")
+    parser.add_argument("--kernel", default="matmul", choices=["matmul", "matmul_tma", BOTH],
+                        help=f"the GEMM kernel family whose space is searched; {BOTH}: race the two")
+    parser.add_argument("--probe-batches", type=int, default=1,
+                        help=f"with --kernel {BOTH}: each family's batches before the race compares them")
+    parser.add_argument("--race-margin", type=float, default=0.10,
+                        help=f"with --kernel {BOTH}: a family stays in the race while its best is within this "
+                             "fraction of the leader's")
     parser.add_argument("--strategies", nargs="+", default=["lfbo", "pattern", "random"],
                         help="registered names or a Strategy subclass's import path, each also as warm:<name>")
     parser.add_argument("--shapes", "--shape", default="4096x4096x4096", help="comma-separated MxNxK")
@@ -145,9 +222,12 @@ def main() -> int:
         command = " ".join([".venv/bin/python", *sys.argv])
         print(summarize(args.summarize, args.summary_out, command))
         return 0
+    if args.probe_batches < 1 or args.race_margin < 0:
+        parser.error(f"--probe-batches must be >= 1 and --race-margin >= 0, got {args.probe_batches} and "
+                     f"{args.race_margin}")
     try:
-        shapes = [get_kernel(args.kernel).check_shape(shape) for shape in parse_shapes(args.shapes, 3)]
-        check_strategy_names(args.strategies, args.predictor)
+        shapes = [check_shape(args.kernel, shape) for shape in parse_shapes(args.shapes, 3)]
+        check_strategy_names(args.strategies, args.predictor, args.kernel)
         check_no_trace_yet(args.out, args.kernel, args.dtype, shapes)
     except ValueError as error:
         parser.error(str(error))
@@ -158,7 +238,13 @@ def main() -> int:
 
     # Every strategy's workers are forked from one server, started before any clock: the first strategy would
     # otherwise pay its imports alone.
-    print(f"worker server ready in {start_worker_server(worker_modules(args.kernel), wait=True):.1f} s", flush=True)
+    kernels = list(FAMILY_KERNELS.values()) if args.kernel == BOTH else [args.kernel]
+    modules = sorted({module for kernel in kernels for module in worker_modules(kernel)})
+    print(f"worker server ready in {start_worker_server(modules, wait=True):.1f} s", flush=True)
+    if args.kernel == BOTH:
+        for shape in shapes:
+            race_shape(args, shape)
+        return 0
 
     predictor = load_predictor(args.predictor, kernel=args.kernel) if args.predictor is not None else None
     for shape in shapes:

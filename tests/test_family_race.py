@@ -37,6 +37,7 @@ def test_in_turn_runs_each_search_whole_one_after_the_other_on_one_clock() -> No
     assert list(combined["time_s"]) == [4.0, 4.0, 6.0, 9.0, 14.0, 14.0, 15.0, 19.0]
     assert list(combined["best_ms"]) == [3.0, 3.0, 2.5, 2.0, 1.5, 1.5, 1.0, 0.9]
     assert list(combined["eval_index"]) == list(range(1, 9))
+    assert list(combined["batch"]) == [1, 1, 2, 3, 4, 4, 5, 6]  # each batch's place in the combined order
 
 
 def test_race_probes_each_family_then_continues_only_the_leader() -> None:

@@ -1,6 +1,6 @@
 """Live searches without a GPU: benchmarks/live_search.py's strategy names, warm start's first batch and the times
-each result came, its refusal to overwrite a recorded trace, and tunebench.live_traces' summary of one shape's traces
-and medians over shapes."""
+each result came, its refusal to overwrite a recorded trace, its race of the two GEMM families on a stand-in bench,
+and tunebench.live_traces' summary of one shape's traces and medians over shapes."""
 
 import sys
 from pathlib import Path
@@ -16,6 +16,7 @@ from tunebench.study import key_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import live_search  # noqa: E402
+import stand_in_bench  # noqa: E402
 
 
 def test_strategy_names_are_registered_and_a_warm_start_needs_a_predictor():
@@ -143,3 +144,51 @@ def test_a_run_refuses_an_out_folder_that_holds_a_trace_it_would_overwrite(tmp_p
     error = capsys.readouterr().err
     assert "already holds" in error and "h200_matmul_tma_bfloat16_768x4096x14336.parquet" in error
     assert "h200_bfloat16_256x4096x4096" not in error
+
+
+class RaceBench(stand_in_bench.StandInBench):
+    """Either GEMM family on the stand-in: the TMA GEMM's configs twice as fast as the pointer GEMM's."""
+
+    def __init__(self, kernel_name, dtype, **kwargs):
+        super().__init__(kernel_name, dtype, **kwargs)
+        self.kernel = get_kernel(kernel_name)
+        self.base_ms = 0.5 if kernel_name == "matmul_tma" else 1.0
+
+    def prepare(self, shape):
+        return None
+
+    def latency_ms(self, config, shape):
+        return self.base_ms * (1 + sum(self.space.key(config)) % 7 / 100)
+
+
+def test_a_live_race_probes_both_families_then_searches_the_faster_one_alone():
+    trace, vendor_ms, setup_s, provenance = live_search.race_live("random", (64, 256, 512), "bfloat16", 0.5, 0, 1,
+                                                                  0.10, make_bench=RaceBench)
+    families = trace.drop_duplicates("batch")["family"].tolist()
+    assert families[:2] == ["pointer", "TMA"] and set(families[2:]) == {"TMA"} and len(families) > 2
+    assert trace["batch"].is_monotonic_increasing and trace["time_s"].is_monotonic_increasing
+    assert trace["best_ms"].iloc[-1] < 0.54 and vendor_ms == 1.0 and setup_s >= 0
+    assert provenance["gpu_name"] == "stand-in" and set(trace["status"]) == {"ok"} and trace["config_key"].notna().all()
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--shapes", "4x4100x4096"], "N=4100 must be a multiple of 8"),
+    (["--race-margin", "-0.1"], "--race-margin >= 0, got 1 and -0.1"),
+    (["--probe-batches", "0"], "--probe-batches must be >= 1"),
+    (["--strategies", "warm:lfbo", "--predictor", "m.predictor"], "--kernel both races two"),
+])
+def test_a_race_run_refuses_bad_arguments_before_any_gpu_work(arguments, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["live_search.py", "--kernel", "both", "--out", str(tmp_path), *arguments])
+    with pytest.raises(SystemExit):
+        live_search.main()
+    assert message in capsys.readouterr().err
+
+
+def test_a_race_refuses_warm_starts_and_shapes_the_tma_gemm_cannot_run():
+    with pytest.raises(ValueError, match="predictor of one kernel family; --kernel both races two"):
+        live_search.check_strategy_names(["lfbo", "warm:lfbo"], Path("model.predictor"), "both")
+    live_search.check_strategy_names(["lfbo", "pattern"], None, "both")
+    assert live_search.check_shape("both", (4, 4096, 4096)) == (4, 4096, 4096)
+    with pytest.raises(ValueError, match="N=4100 must be a multiple of 8"):
+        live_search.check_shape("both", (4, 4100, 4096))
+    assert live_search.check_shape("matmul", (4, 4100, 4096)) == (4, 4100, 4096)

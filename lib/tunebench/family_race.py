@@ -35,16 +35,18 @@ def _batches(family: str, trace: pd.DataFrame) -> list[pd.DataFrame]:
 
 
 def _on_one_clock(batches: list[pd.DataFrame]) -> pd.DataFrame:
-    """Batches run one after another: a row per evaluation with the family, the combined clock and the best so far."""
-    columns = ["family", "eval_index", "time_s", "latency_ms", "best_ms"]
+    """Batches run one after another: a row per evaluation with the family, the batch's place in the order (from 1),
+    the config's key and status where every batch has them, the combined clock and the best so far."""
+    columns = ["family", "eval_index", "batch", "time_s", "latency_ms", "best_ms"]
     if not batches:
         return pd.DataFrame(columns=columns)
-    if all("config_key" in batch for batch in batches):
-        columns.insert(2, "config_key")
+    for place, optional in ((3, "config_key"), (4, "status")):
+        if all(optional in batch for batch in batches):
+            columns.insert(place, optional)
     clock, rows = 0.0, []
-    for batch in batches:
+    for place, batch in enumerate(batches, start=1):
         clock += batch["seconds"].iloc[0]
-        rows.append(batch.assign(time_s=clock))
+        rows.append(batch.assign(time_s=clock, batch=place))
     combined = pd.concat(rows, ignore_index=True)
     latency = combined["latency_ms"].to_numpy(dtype=float)
     combined["best_ms"] = np.minimum.accumulate(np.where(np.isfinite(latency), latency, math.inf))
