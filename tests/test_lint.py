@@ -1,8 +1,12 @@
-"""Static checks of every Python source the project holds: pyflakes finds names used but never defined (a crash on a
-path the tests do not run) and imports never used; a line marked `# noqa` is exempt, as flake8 would have it."""
+"""Checks of every Python source the project holds, run or not by other tests: pyflakes finds names used but never
+defined (a crash on a path the tests do not run) and imports never used, a line marked `# noqa` exempt as flake8 would
+have it; and every benchmark script imports."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from pyflakes import messages
@@ -56,3 +60,23 @@ def test_the_check_finds_an_undefined_name_and_honours_noqa(tmp_path: Path) -> N
     # `json` taken as an argument is exempt by its import's mark; `os` is not marked.
     assert findings([source], tmp_path) == ["bad.py:1: 'os' imported but unused", "bad.py:7: undefined name 'settings'",
                                             "bad.py:10: redefinition of unused 'os' from line 1"]
+
+
+def test_every_benchmark_script_imports() -> None:
+    """A script's import of a name that moved or was renamed fails only when the script runs, which for most is on a
+    GPU or for hours: all are imported in one fresh process (Helion, a GPU machine's optional peer, may be absent)."""
+    scripts = sorted(path.stem for path in (REPO / "benchmarks").glob("*.py"))
+    probe = ("import importlib, sys\n"
+             "for name in sys.argv[1:]:\n"
+             "    try:\n"
+             "        importlib.import_module(name)\n"
+             "    except ModuleNotFoundError as error:\n"
+             "        if error.name != 'helion':\n"
+             "            print(f'{name}: {error!r}')\n"
+             "    except Exception as error:\n"
+             "        print(f'{name}: {error!r}')\n")
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "lib"), str(REPO / "benchmarks")])}
+    done = subprocess.run([sys.executable, "-c", probe, *scripts], cwd=REPO / "benchmarks", env=environment,
+                          capture_output=True, text=True, timeout=600)
+    assert len(scripts) > 50 and done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == ""
