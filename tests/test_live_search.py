@@ -192,3 +192,20 @@ def test_a_race_refuses_warm_starts_and_shapes_the_tma_gemm_cannot_run():
     with pytest.raises(ValueError, match="N=4100 must be a multiple of 8"):
         live_search.check_shape("both", (4, 4100, 4096))
     assert live_search.check_shape("matmul", (4, 4100, 4096)) == (4, 4100, 4096)
+
+
+def test_a_race_writes_one_trace_and_table_per_shape(tmp_path, monkeypatch):
+    def race_live(name, shape, dtype, seconds, seed, probe_batches, margin):
+        trace = pd.DataFrame({"family": ["pointer", "TMA", "TMA"], "eval_index": [1, 2, 3], "batch": [1, 2, 3],
+                              "time_s": [1.0, 2.0, 3.0], "latency_ms": [2.0, 1.0, 0.8], "best_ms": [2.0, 1.0, 0.8]})
+        return trace, 0.9, 0.5, {"gpu_name": "NVIDIA H100 80GB HBM3", "command": "the command", "date": "today",
+                                 "torch": "2.11", "triton": "3.6"}
+
+    monkeypatch.setattr(live_search, "race_live", race_live)
+    arguments = live_search.argparse.Namespace(strategies=["lfbo", "pattern"], dtype="bfloat16", seconds=10.0, seed=0,
+                                                probe_batches=1, race_margin=0.1, out=tmp_path)
+    live_search.race_shape(arguments, (64, 256, 512))
+    frame = pd.read_parquet(tmp_path / "h100_both_bfloat16_64x256x512.parquet")
+    assert list(frame["strategy"].unique()) == ["race:lfbo", "race:pattern"] and len(frame) == 6
+    text = (tmp_path / "h100_both_bfloat16_64x256x512.md").read_text()
+    assert "| race:lfbo |" in text and "TMA 2, pointer 1" in text and "within 10% of the leader" in text
