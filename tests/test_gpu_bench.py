@@ -1,6 +1,10 @@
 """GpuBench's bookkeeping without a GPU: a binary is compiled once, however many configs of it are asked, and when;
 and two benches, one per GEMM family, raced in one process (benchmarks/live_search.py --kernel both)."""
 
+import os
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -8,6 +12,9 @@ from tunebench.kernels import matmul, matmul_tma
 from tunebench.measure import live
 from tunebench.measure.result import Status
 from tunebench.space import ConfigError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the scripts import their siblings
+import live_search  # noqa: E402
 
 SHAPE = (256, 512, 512)
 BASE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 0, "WARP_SPECIALIZE": False,
@@ -177,24 +184,11 @@ def test_a_bench_without_a_gpu_says_so_and_leaves_no_worker_running():
     assert not [child for child in multiprocessing.active_children() if child.name == "timing"]
 
 
-def _race_live():
-    """benchmarks/live_search.py's live race (the benchmarks folder is not a package)."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import live_search
-
-    return live_search.race_live
-
-
 def test_a_live_race_runs_two_benches_in_one_process_and_gives_back_the_cores(bench, monkeypatch):
-    import os
-
     make, _ = bench
     monkeypatch.setattr(live.GpuBench, "provenance", lambda self, command: {"kernel": self.kernel.NAME})
     affinity = os.sched_getaffinity(0)
-    trace, vendor_ms, _, provenance = _race_live()(
+    trace, vendor_ms, _, provenance = live_search.race_live(
         "random", SHAPE, "bfloat16", 0.5, 0, 1, 0.10, make_bench=lambda kernel, dtype, seed: make(kernel, seed=seed))
     assert trace.drop_duplicates("batch")["family"].tolist()[:2] == ["pointer", "TMA"]
     assert set(trace["status"]) == {"ok"} and vendor_ms == 1.0 and provenance["kernel"] == "matmul"
@@ -203,6 +197,6 @@ def test_a_live_race_runs_two_benches_in_one_process_and_gives_back_the_cores(be
 
 @pytest.mark.gpu
 def test_a_live_race_on_the_gpu_probes_both_families():
-    trace, vendor_ms, setup_s, _ = _race_live()("random", SHAPE, "bfloat16", 20.0, 0, 1, 0.10)
+    trace, vendor_ms, setup_s, _ = live_search.race_live("random", SHAPE, "bfloat16", 20.0, 0, 1, 0.10)
     assert trace.drop_duplicates("batch")["family"].tolist()[:2] == ["pointer", "TMA"]
     assert (trace["status"] == "ok").any() and vendor_ms > 0 and setup_s > 0
