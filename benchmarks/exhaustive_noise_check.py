@@ -25,9 +25,11 @@ EXHAUSTIVE = DATASETS / "matmul_bfloat16_h100.parquet"
 STEADY = DATASETS / "matmul_bfloat16_h100_prediction.parquet"
 RETEST = DATASETS / "matmul_bfloat16_h100_prediction_retest.parquet"
 UNHINTED = DATASETS / "matmul_bfloat16_h100_prediction_unhinted.parquet"
+STUDY = Path("results/strategy_comparison/summary_by_task.csv")
 OUT = DATASETS / "exhaustive_noise_check.md"
 SHAPE = ["M", "N", "K"]
 NOISY = 0.5  # a row is noisy when its repeats spread ((max - min) / median) over more than this
+NOISY_SHAPE = 0.05  # a shape is noisy when more than this share of its rows is
 MOVED = 0.05  # a median moved when two sittings' medians differ by more than this fraction
 TOP = 10
 
@@ -101,10 +103,27 @@ def per_shape_noise(dataset: Dataset) -> pd.DataFrame:
                                                      "repeats": "repeats per row (median)"})
 
 
+def study_by_noise(study: pd.DataFrame, noise: pd.DataFrame, task_prefix: str) -> pd.DataFrame:
+    """Per strategy of a strategy comparison's per-task table, medians over the exhaustive dataset's noisy shapes
+    (more than NOISY_SHAPE of their rows noisy) and over its other shapes: evaluations to 0.99 of the optimum and the
+    mean score (each task's own median and mean over seeds)."""
+    noisy_shapes = set(noise.loc[noise["noisy rows"] > NOISY_SHAPE, "shape"])
+    tasks = study[study["task"].str.startswith(task_prefix)]
+    noisy = tasks["task"].str.removeprefix(task_prefix).isin(noisy_shapes)
+    counts = {True: tasks.loc[noisy, "task"].nunique(), False: tasks.loc[~noisy, "task"].nunique()}
+    group = noisy.map({True: f"noisy shapes ({counts[True]})", False: f"other shapes ({counts[False]})"})
+    table = tasks.assign(group=group).groupby(["strategy", "group"]).agg(
+        evals=("evals_to_0.99", "median"), score=("mean_score", "median")).unstack("group")
+    table.columns = [f"{'evals to 0.99' if metric == 'evals' else 'mean score'}, {group}" for metric, group in
+                     table.columns]
+    return table.reset_index()
+
+
 def report(command: str) -> str:
     exhaustive, steady, retest, unhinted = (load_dataset(path, kernel="matmul")
                                             for path in (EXHAUSTIVE, STEADY, RETEST, UNHINTED))
     names = list(exhaustive.parameter_names)
+    noise = per_shape_noise(exhaustive)
     noisy_vs_steady = compare(ok_rows(exhaustive), ok_rows(steady, shapes_of(exhaustive)), names)
     steady_vs_steady = compare(ok_rows(retest), same_kernel(steady, unhinted, shapes_of(retest)), names)
     summary = pd.DataFrame([medians(noisy_vs_steady, "exhaustive (first) against prediction (second)"),
@@ -123,8 +142,12 @@ def report(command: str) -> str:
         "sittings that no timing fix removes.",
         "Medians over shapes:", markdown_table(summary, "{:.3f}"),
         "Per shape, the exhaustive dataset against the prediction dataset:", markdown_table(noisy_vs_steady, "{:.4g}"),
-        "The exhaustive dataset's noisy rows per shape (every config):",
-        markdown_table(per_shape_noise(exhaustive), "{:.4g}"),
+        "The exhaustive dataset's noisy rows per shape (every config):", markdown_table(noise, "{:.4g}"),
+        f"The strategy comparison (`{STUDY}`) on the exhaustive dataset's GEMM tasks, split by the shapes with more "
+        f"than {NOISY_SHAPE:.0%} noisy rows and the others: per strategy, the median over the group's tasks of "
+        "evaluations to 0.99 of the optimum and of the mean score. The noisy shapes are also the short, small-M "
+        "ones, so a difference between the groups does not separate the noise from the shapes.",
+        markdown_table(study_by_noise(pd.read_csv(STUDY), noise, f"{EXHAUSTIVE.stem}:"), "{:.3g}"),
     ]) + "\n"
 
 

@@ -59,3 +59,13 @@ def test_medians_name_the_worst_shape() -> None:
     row = check.medians(table, "two")
     assert row["shapes"] == 2
     assert row["first's fastest, worst shape"] == pytest.approx(1.1 / 1.2)
+
+
+def test_the_study_splits_by_the_shapes_noise() -> None:
+    noise = pd.DataFrame({"shape": ["1x64x64", "2x64x64", "3x64x64"], "noisy rows": [0.4, 0.01, 0.0]})
+    study = pd.DataFrame({"strategy": ["a"] * 4, "task": ["k:1x64x64", "k:2x64x64", "k:3x64x64", "other:1x64x64"],
+                          "evals_to_0.99": [10.0, 20.0, 40.0, 99.0], "mean_score": [0.5, 0.6, 0.8, 0.0]})
+    row = check.study_by_noise(study, noise, "k:").iloc[0]
+    assert row["evals to 0.99, noisy shapes (1)"] == 10.0
+    assert row["evals to 0.99, other shapes (2)"] == 30.0
+    assert row["mean score, other shapes (2)"] == pytest.approx(0.7)
