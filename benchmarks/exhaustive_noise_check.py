@@ -45,6 +45,7 @@ def ok_rows(dataset: Dataset, shapes: pd.DataFrame | None = None) -> pd.DataFram
 
 
 def shapes_of(dataset: Dataset) -> pd.DataFrame:
+    """The shapes `dataset` holds, one row each."""
     return dataset.measurements[SHAPE].drop_duplicates()
 
 
@@ -137,9 +138,9 @@ def report(command: str) -> str:
         "sittings of one H100 kind at the shapes both hold, on the configs both timed (status ok in both); a median "
         f"moved when the two sittings' medians differ by more than {MOVED:.0%}; \"first's fastest, in the second\" is "
         "the second sitting's fastest / its time for the first sitting's fastest config. The baseline pair is two "
-        "steady sittings of the 600 candidates (at shapes that took an alignment hint after the retest, the steady side is "
-        f"their first timings, `{UNHINTED}`, so that both sides time one kernel), so its figures are the drift between "
-        "sittings that no timing fix removes.",
+        "steady sittings of the 600 candidates (at shapes that took an alignment hint after the retest, the steady "
+        f"side is their first timings, `{UNHINTED}`, so that both sides time one kernel), so its figures are the drift "
+        "between sittings that no timing fix removes.",
         "Medians over shapes:", markdown_table(summary, "{:.3f}"),
         "Per shape, the exhaustive dataset against the prediction dataset:", markdown_table(noisy_vs_steady, "{:.4g}"),
         "The exhaustive dataset's noisy rows per shape (every config):", markdown_table(noise, "{:.4g}"),
