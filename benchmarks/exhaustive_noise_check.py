@@ -17,7 +17,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from tunebench.files import write_text_atomically
-from tunebench.measure.dataset import Dataset, load_dataset
+from tunebench.measure.dataset import Dataset, load_dataset, repeat_spread
 from tunebench.tables import markdown_table
 
 DATASETS = Path("results/datasets")
@@ -40,8 +40,7 @@ def ok_rows(dataset: Dataset, shapes: pd.DataFrame | None = None) -> pd.DataFram
     rows = rows[rows["status"] == "ok"]
     if shapes is not None:
         rows = rows.merge(shapes, on=SHAPE)
-    spread = rows["repeats_ms"].apply(lambda repeats: (max(repeats) - min(repeats)) / float(np.median(repeats)))
-    return rows.assign(spread=spread)
+    return rows.assign(spread=repeat_spread(rows["repeats_ms"].tolist()))
 
 
 def shapes_of(dataset: Dataset) -> pd.DataFrame:
@@ -93,9 +92,10 @@ def medians(table: pd.DataFrame, label: str) -> dict:
     return {"sittings": label, "shapes": len(table), **numeric.to_dict(), "first's fastest, worst shape": worst}
 
 
-def per_shape_noise(dataset: Dataset) -> pd.DataFrame:
-    """Per shape of `dataset`: its fastest median, the share of noisy rows, and the repeats a row got (median)."""
-    rows = ok_rows(dataset).assign(repeats=lambda frame: frame["repeats_ms"].apply(len))
+def per_shape_noise(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per shape of a dataset's `ok_rows`: its fastest median, the share of noisy rows, and the repeats a row got
+    (median)."""
+    rows = rows.assign(repeats=rows["repeats_ms"].apply(len))
     table = rows.groupby(SHAPE).agg(fastest_ms=("latency_ms", "min"), rows=("spread", "size"),
                                     noisy=("spread", lambda spread: (spread > NOISY).mean()),
                                     repeats=("repeats", "median")).reset_index()
@@ -124,8 +124,9 @@ def report(command: str) -> str:
     exhaustive, steady, retest, unhinted = (load_dataset(path, kernel="matmul")
                                             for path in (EXHAUSTIVE, STEADY, RETEST, UNHINTED))
     names = list(exhaustive.parameter_names)
-    noise = per_shape_noise(exhaustive)
-    noisy_vs_steady = compare(ok_rows(exhaustive), ok_rows(steady, shapes_of(exhaustive)), names)
+    exhaustive_rows = ok_rows(exhaustive)
+    noise = per_shape_noise(exhaustive_rows)
+    noisy_vs_steady = compare(exhaustive_rows, ok_rows(steady, shapes_of(exhaustive)), names)
     steady_vs_steady = compare(ok_rows(retest), same_kernel(steady, unhinted, shapes_of(retest)), names)
     summary = pd.DataFrame([medians(noisy_vs_steady, "exhaustive (first) against prediction (second)"),
                             medians(steady_vs_steady, "retest (first) against prediction (second)")])
