@@ -40,7 +40,7 @@ class StandInBench:
     def measure(self, configs, shape):
         return [result for _, result in self.measure_iter(configs, shape)]
 
-    def measure_iter(self, configs, shape, deadline=None):
+    def measure_iter(self, configs, shape, deadline=None, repeats=None):
         for index, config in enumerate(configs):
             if deadline is not None and time.monotonic() > deadline:  # as GpuBench: stop within a shape
                 return
@@ -51,5 +51,5 @@ class StandInBench:
                 yield index, Result(dict(config), Status.COMPILE_ERROR, compile_s=0.5, error="stand-in failure")
                 continue
             latency = self.latency_ms(config, shape)
-            yield index, Result(dict(config), Status.OK, latency_ms=latency, repeats_ms=(latency,) * 3,
+            yield index, Result(dict(config), Status.OK, latency_ms=latency, repeats_ms=(latency,) * (repeats or 3),
                                 compile_s=0.5, bench_s=0.02)

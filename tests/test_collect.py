@@ -312,6 +312,10 @@ def test_a_gpu_sweep_stopped_and_resumed_says_which_sitting_timed_each_row():
     (["--limit-configs", "0"], "--limit-configs must be at least 1, got 0"),
     (["--out", "x.csv"], "--out 'x.csv': a dataset is a .parquet file"),
     (["--configs", "missing.json"], "--configs 'missing.json' is not a readable JSON list of configs"),
+    (["--screen-margin", "0.1"], "--screen-margin needs --screen-runs"),
+    (["--screen-runs", "0"], "a screen times at least 1 run per config, got runs=0"),
+    (["--screen-runs", "3", "--screen-margin", "-0.5"], "a screen's margin is a finite fraction >= 0 (0.2: within "
+                                                        "20 %), got -0.5"),
 ])
 def test_the_command_line_names_a_bad_value_and_what_is_allowed(arguments, message, tmp_path, capsys, monkeypatch):
     """Each refused before any journal, bench or GPU: argparse's exit status 2 and one line naming the value."""

@@ -55,8 +55,8 @@ class AnsweringTimer:
         return {"status": "ok", "bench_s": 0.01}
 
     def call(self, request, timeout_s=None):
-        kind, shape, config = request
-        AnsweringTimer.log.append(("call", kind))
+        kind, shape, config, *screen_runs = request
+        AnsweringTimer.log.append(("call", kind, *screen_runs))
         return {"status": "ok", "bench_s": 0.01, "repeats_ms": [1.0 + (config or {}).get("PROGRAMS_PER_SM", 0)]}
 
 
@@ -165,6 +165,26 @@ def test_prepare_checks_the_shape(bench):
     with make("matmul_tma") as gpu, pytest.raises(ValueError, match="M=0 must be a positive int"):
         gpu.prepare((0, 512, 512))
     assert AnsweringTimer.log == []
+
+
+def test_a_screen_asks_the_timer_for_its_count_of_runs(bench):
+    make, _ = bench
+    with make("matmul_tma") as gpu:
+        screened = dict(gpu.measure_iter([BASE], SHAPE, repeats=2))
+        full = gpu.measure([dict(BASE, BLOCK_K=32)], SHAPE)
+    assert screened[0].ok and full[0].ok
+    assert AnsweringTimer.log == [("call", "config", 2), ("call", "config")]
+
+
+@pytest.mark.gpu
+def test_a_screen_times_its_count_of_runs_and_a_full_timing_the_policys():
+    config = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 4,
+              "num_stages": 3}
+    with live.GpuBench("matmul", "bfloat16", compile_workers=1) as gpu:
+        screened = dict(gpu.measure_iter([config], (256, 256, 256), repeats=2))[0]
+        full = gpu.measure([config], (256, 256, 256))[0]
+    assert screened.ok and len(screened.repeats_ms) == 2
+    assert full.ok and len(full.repeats_ms) >= gpu.timing.min_repeats
 
 
 @pytest.mark.gpu

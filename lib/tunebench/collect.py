@@ -2,12 +2,14 @@
 
 Resumable: every measurement is appended to a journal (one JSON line each, flushed at once), so a killed
 run continues where it stopped; one collector at a time holds a journal; the dataset file is written atomically once
-every shape is complete.
+every shape is complete. With `--screen-runs`, a sweep times each config with a few runs first and only the near-best
+in full (`tunebench.measure.screen`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fcntl
 import gzip
 import json
@@ -25,6 +27,7 @@ from tunebench.kernels import complete_config, get_kernel, kernel_source_sha256
 from tunebench.measure.dataset import (SITTING, Dataset, load_dataset, provenance_records, recorded_kernel_sources,
                                       save_dataset, sweep_provenance)
 from tunebench.measure.result import Result, Status
+from tunebench.measure.screen import Screen
 from tunebench.measure.timing import TimingPolicy
 
 Shape = tuple[int, ...]
@@ -115,12 +118,52 @@ class Journal:
                 self._synced = time.monotonic()
 
 
-def _result_record(kind: str, shape: Shape, result: Result) -> dict[str, Any]:
-    return {
+def _result_record(kind: str, shape: Shape, result: Result, screened: bool = False) -> dict[str, Any]:
+    record = {
         "kind": kind, "shape": list(shape), "config": dict(result.config), "status": result.status.value,
         "repeats_ms": list(result.repeats_ms), "compile_s": result.compile_s, "bench_s": result.bench_s,
         "error": result.error,
     }
+    if screened:
+        record["screened"] = True
+    return record
+
+
+class _Screens:
+    """What a journal's records say of a two-pass sweep: each shape's screened medians, the configs timed in full and
+    the shapes whose second pass is done (a "screen_done" record)."""
+
+    def __init__(self, key: Callable[[Mapping[str, Any]], tuple], records: Sequence[Mapping[str, Any]] = ()) -> None:
+        self.key = key
+        self.screened_ms: dict[Shape, dict[tuple, float]] = {}
+        self.full: set[tuple[Shape, tuple]] = set()
+        self.finished: set[Shape] = set()
+        for record in records:
+            self.add(record)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        if record["kind"] == "screen_done":
+            self.finished.add(tuple(record["shape"]))
+        elif record["kind"] == "config":
+            shape, key = tuple(record["shape"]), self.key(record["config"])
+            if not record.get("screened"):
+                self.full.add((shape, key))
+            elif record["status"] == Status.OK.value:
+                self.screened_ms.setdefault(shape, {})[key] = float(np.median(record["repeats_ms"]))
+            else:
+                self.screened_ms.setdefault(shape, {})
+
+    def done(self, shape: Shape) -> bool:
+        return shape in self.finished
+
+    def unfinished(self) -> list[Shape]:
+        """Shapes screened but not yet timed in full."""
+        return sorted(set(self.screened_ms) - self.finished)
+
+    def to_time_in_full(self, shape: Shape, configs: Sequence[Mapping[str, Any]], screen: Screen) -> list[dict]:
+        """The configs of `shape` that `screen` keeps and that have no full timing yet, in sweep order."""
+        kept = screen.kept(self.screened_ms.get(shape, {}))
+        return [dict(c) for c in configs if self.key(c) in kept and (shape, self.key(c)) not in self.full]
 
 
 def dataset_records(dataset: Dataset) -> list[dict[str, Any]]:
@@ -149,14 +192,17 @@ def dataset_records(dataset: Dataset) -> list[dict[str, Any]]:
 def whole_shapes(records: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]],
                  key: Callable[[Mapping[str, Any]], tuple]) -> list[Mapping[str, Any]]:
     """The records without the config and vendor rows of any shape that lacks its vendor timing or one of `configs`
-    (keyed by `key`): a journal that an earlier sweep of other shapes left unfinished gives no partial shape."""
+    (keyed by `key`), or that was screened and not yet timed in full: a journal that an earlier sweep of other shapes
+    left unfinished gives no partial shape."""
     wanted = {key(config) for config in configs}
     measured: dict[tuple, set] = {}
     for record in records:
         if record["kind"] == "config":
             measured.setdefault(tuple(record["shape"]), set()).add(key(record["config"]))
     vendor = {tuple(record["shape"]) for record in records if record["kind"] == "vendor"}
-    whole = {shape for shape, keys in measured.items() if shape in vendor and wanted <= keys}
+    unfinished = set(_Screens(key, records).unfinished())
+    whole = {shape for shape, keys in measured.items()
+             if shape in vendor and wanted <= keys and shape not in unfinished}
     return [record for record in records
             if record["kind"] not in ("config", "vendor") or tuple(record["shape"]) in whole]
 
@@ -284,10 +330,14 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
           stop_after_s: float | None = None, limit_configs: int | None = None, seed: int = 0,
           timing: TimingPolicy = TimingPolicy(), command: Sequence[str] = (),
           make_bench: Callable[..., Any] | None = None, configs: Sequence[Mapping[str, Any]] | None = None,
-          resume_from: Path | None = None, save: bool = True) -> bool:
+          resume_from: Path | None = None, save: bool = True, screen: Screen | None = None) -> bool:
     """Measure every valid config (or a seeded sample of `limit_configs`, or the given `configs`) on every
     shape; True when complete. A complete sweep writes its dataset to `out` unless `save` is False (the journal
     beside `out` holds it all the same).
+
+    With a `screen`, each shape's configs are first timed with `screen.runs` runs (journal records marked
+    "screened"), then those the screen keeps are timed again in full, and a "screen_done" record closes the shape;
+    the full timing, recorded later, is the kept configs' row in the dataset, the screen's the others'.
 
     `make_bench` builds the measuring back end (default: `GpuBench`); tests pass a stand-in to exercise
     resumption without a GPU.
@@ -309,6 +359,10 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
         _warn_of_other_kernel_source(records, kernel_source_sha256(kernel))
         done = {(tuple(r["shape"]), space.key(r["config"]) if r["kind"] == "config" else "vendor")
                 for r in records if r["kind"] in ("config", "vendor")}
+        screens = _Screens(space.key, records)
+        if screen is None and screens.unfinished():
+            raise ValueError(f"{journal.path} holds a screened sweep whose shapes {screens.unfinished()} are not yet "
+                             "timed in full; continue it with --screen-runs (and the same --screen-margin)")
         compile_s = {(tuple(r["specialization"]), tuple(r["key"])): r["compile_s"]
                      for r in records if r["kind"] == "compile"}
         # Shapes that share a compiled binary run back to back, so each binary is compiled once per sitting.
@@ -323,8 +377,10 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
                         known_compile_s=compile_s, on_compile=lambda special, key, seconds: journal.append(
                             {"kind": "compile", "specialization": list(special), "key": list(key),
                              "compile_s": seconds})) as bench:
-            journal.append({"kind": "provenance", "provenance": bench.provenance(command),
-                            "measured_before": len(done)})
+            provenance = bench.provenance(command)
+            if screen is not None:
+                provenance["screen"] = dataclasses.asdict(screen)
+            journal.append({"kind": "provenance", "provenance": provenance, "measured_before": len(done)})
             with tqdm(total=remaining, unit="config", smoothing=0.05, mininterval=5.0, file=sys.stdout) as progress:
                 for shape in shapes:
                     if stop_after_s is not None and time.monotonic() - start > stop_after_s:
@@ -336,14 +392,34 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
                     progress.set_postfix_str("x".join(map(str, shape)))
 
                     deadline = None if stop_after_s is None else start + stop_after_s
+                    screening = {} if screen is None else {"repeats": screen.runs}
                     measured = 0
-                    for _, result in bench.measure_iter(todo[shape], shape, deadline=deadline):
-                        journal.append(_result_record("config", shape, result))
+                    for _, result in bench.measure_iter(todo[shape], shape, deadline=deadline, **screening):
+                        record = _result_record("config", shape, result, screened=screen is not None)
+                        journal.append(record)
+                        screens.add(record)
                         progress.update(1)
                         measured += 1
                     if measured < len(todo[shape]):
                         complete = False
                         break
+                    if screen is not None and not screens.done(shape):
+                        again = screens.to_time_in_full(shape, configs, screen)
+                        progress.total += len(again)
+                        progress.refresh()
+                        measured = 0
+                        for _, result in bench.measure_iter(again, shape, deadline=deadline):
+                            record = _result_record("config", shape, result)
+                            journal.append(record)
+                            screens.add(record)
+                            progress.update(1)
+                            measured += 1
+                        if measured < len(again):
+                            complete = False
+                            break
+                        record = {"kind": "screen_done", "shape": list(shape), "timed_in_full": measured}
+                        journal.append(record)
+                        screens.add(record)
         if not complete:
             print(f"stopped after {time.monotonic() - start:.0f} s as asked; run the same command again to continue",
                   flush=True)
@@ -373,6 +449,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resume-from", type=Path, default=None,
                         help="a journal (.jsonl or .jsonl.gz) of a sweep begun elsewhere, to continue here")
+    parser.add_argument("--screen-runs", type=int, default=None,
+                        help="time every config with this many runs first, then only the near-best in full "
+                             "(default: every config in full)")
+    parser.add_argument("--screen-margin", type=float, default=None,
+                        help="with --screen-runs: time in full the configs within this fraction of the shape's "
+                             "screened best (default 0.2)")
     parser.add_argument("--gpus", default=None,
                         help="device indices, e.g. 0,1: one collector per GPU, each on its share of the shapes and "
                              "of the CPU cores (default: the one GPU CUDA_VISIBLE_DEVICES shows first)")
@@ -387,6 +469,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  ("--limit-configs", args.limit_configs, 1)):
         if value is not None and not value >= least:
             parser.error(f"{option} must be at least {least}, got {value}")
+    if args.screen_margin is not None and args.screen_runs is None:
+        parser.error("--screen-margin needs --screen-runs")
+    try:
+        screen = None if args.screen_runs is None else Screen(
+            args.screen_runs, *(() if args.screen_margin is None else (args.screen_margin,)))
+    except ValueError as error:
+        parser.error(str(error))
     if args.out.suffix != ".parquet":
         parser.error(f"--out {str(args.out)!r}: a dataset is a .parquet file")
     try:
@@ -411,14 +500,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.gpus is None:
             complete = sweep(args.kernel, args.dtype, shapes, args.out, compile_workers=args.compile_workers,
                              stop_after_s=args.stop_after_s, limit_configs=args.limit_configs, seed=args.seed,
-                             command=command, configs=configs, resume_from=args.resume_from)
+                             command=command, configs=configs, resume_from=args.resume_from, screen=screen)
         else:
             from tunebench.collect_gpus import parse_gpus, sweep_on_gpus
 
             complete = sweep_on_gpus(args.kernel, args.dtype, shapes, args.out, parse_gpus(args.gpus),
                                      compile_workers=args.compile_workers, stop_after_s=args.stop_after_s,
                                      limit_configs=args.limit_configs, seed=args.seed, command=command,
-                                     configs=configs)
+                                     configs=configs, screen=screen)
     except ValueError as error:  # a config outside the space, a journal that cannot be resumed from, bad --gpus
         parser.error(str(error))
     except RuntimeError as error:  # another collector holds the journal; or a GPU's collector died (--gpus), its own

@@ -110,7 +110,7 @@ class _TimingHandler:
             self.shape = shape
 
     def __call__(self, request: tuple) -> dict[str, Any]:
-        kind, shape, config = request
+        kind, shape, config, *screen_runs = request  # a screen: its fixed count of timed runs, if given
         start = time.perf_counter()
         try:
             self._prepare(shape)
@@ -128,7 +128,7 @@ class _TimingHandler:
             if not error <= tolerance:
                 return {"status": Status.WRONG_RESULT.value, "bench_s": time.perf_counter() - start,
                         "error": f"relative error {error:.3g} > tolerance {tolerance:g}"}
-            repeats = self.timer.time(function)
+            repeats = self.timer.time(function, *screen_runs)
         except Exception as error:
             status, fatal = _classify_timing_error(error)
             return {"status": status.value, "bench_s": time.perf_counter() - start, "error": _short_error(error),
@@ -289,10 +289,11 @@ class GpuBench:
         results = dict(self.measure_iter(configs, shape))
         return [results[index] for index in range(len(configs))]
 
-    def measure_iter(self, configs: Sequence[Mapping[str, Any]], shape: Shape,
-                     deadline: float | None = None) -> Iterator[tuple[int, Result]]:
+    def measure_iter(self, configs: Sequence[Mapping[str, Any]], shape: Shape, deadline: float | None = None,
+                     repeats: int | None = None) -> Iterator[tuple[int, Result]]:
         """Yield (index, result) as each config is timed: configs not compiled yet are compiled in parallel
-        while compiled ones are timed. After `deadline` (time.monotonic()) nothing new is started."""
+        while compiled ones are timed. After `deadline` (time.monotonic()) nothing new is started. `repeats` fixes
+        the number of timed runs (a screen) instead of the timing policy's."""
         shape = self.kernel.check_shape(shape)
         configs = [complete_config(self.kernel.NAME, config) for config in configs]
         for config in configs:
@@ -306,7 +307,7 @@ class GpuBench:
             if (special, binary) in self.compiled:
                 if deadline is not None and time.monotonic() > deadline:
                     return
-                yield index, self._time(configs[index], shape, self.compiled[(special, binary)])
+                yield index, self._time(configs[index], shape, self.compiled[(special, binary)], repeats)
             elif binary in waiting:
                 waiting[binary].append(index)
             else:
@@ -322,16 +323,18 @@ class GpuBench:
                     self.on_compile(special, keys[index], outcome.compile_s)
                 self.compiled[(special, binary)] = outcome
                 for member in (index, *waiting[binary]):
-                    yield member, self._time(configs[member], shape, outcome)
+                    yield member, self._time(configs[member], shape, outcome, repeats)
                     if deadline is not None and time.monotonic() > deadline:
                         return
         finally:
             compiling.close()
 
-    def _time(self, config: Mapping[str, Any], shape: Shape, outcome: CompileOutcome) -> Result:
+    def _time(self, config: Mapping[str, Any], shape: Shape, outcome: CompileOutcome,
+              repeats: int | None = None) -> Result:
         if outcome.status is not Status.OK:
             return Result(dict(config), outcome.status, compile_s=outcome.compile_s, error=outcome.error)
-        answer = self._call_timer(("config", shape, dict(config)))
+        request = ("config", shape, dict(config)) if repeats is None else ("config", shape, dict(config), repeats)
+        answer = self._call_timer(request)
         return _result_from_answer(dict(config), answer, outcome.compile_s)
 
     def prepare(self, shape: Shape) -> None:

@@ -77,13 +77,16 @@ class Timer:
         self.spin_cycles_per_ms = _spin_cycles_per_ms() if policy.hold_base_ms > 0 else 0.0
         self.retries = 0  # rounds timed again because the spin ended before everything was queued
 
-    def time(self, function: Callable[[], object]) -> list[float]:
-        """The latencies in ms of `policy.repeats_for(estimate)` runs of `function`, each after an L2 flush."""
+    def time(self, function: Callable[[], object], repeats: int | None = None) -> list[float]:
+        """The latencies in ms of `policy.repeats_for(estimate)` runs of `function` (of `repeats` runs, where given:
+        a screen), each after an L2 flush."""
+        if repeats is not None and repeats < 1:
+            raise ValueError(f"repeats must be at least 1, got {repeats}")
         for _ in range(self.policy.warmup_runs):
             function()
         torch.cuda.synchronize()
         estimate, host_ms = self._timed_runs(function, 1, self.policy.hold_ms(1, self.policy.hold_per_run_ms * 10))
-        count = self.policy.repeats_for(estimate[0])
+        count = self.policy.repeats_for(estimate[0]) if repeats is None else repeats
         return self._timed_runs(function, count, self.policy.hold_ms(count, host_ms, estimate[0] + self.flush_ms))[0]
 
     def _timed_runs(self, function: Callable[[], object], count: int, hold_ms: float) -> tuple[list[float], float]:
