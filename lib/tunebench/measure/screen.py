@@ -1,7 +1,7 @@
 """Two-pass sweeps: every config first timed with a few runs, then only the near-best timed again in full.
 
 benchmarks/screening_sweep.py replays the rule on the recorded datasets (results/screening/summary.md): a screen of 3
-runs with a 20 % margin kept every shape's best in all nine, at 20 to 57 % of the full sweep's estimated bench time.
+runs with a 20 % margin kept every shape's best in all nine, at 21 to 57 % of the full sweep's estimated bench time.
 """
 
 from __future__ import annotations
