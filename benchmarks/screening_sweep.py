@@ -1,5 +1,5 @@
-"""What a two-pass sweep would have recorded: every config screened with a few timed runs, and only those within a margin
-of the shape's screened best timed in full. Replayed from the recorded datasets' own repeats; no GPU needed.
+"""What a two-pass sweep would have recorded: every config screened with a few timed runs, and only those within a
+margin of the shape's screened best timed in full. Replayed from the recorded datasets' own repeats; no GPU needed.
 
 A recorded row's first `r` repeats are what a screen of `r` runs would have timed (the same warm-up, the same check),
 so the screen's choice is replayed exactly; what it costs is counted in kernel runs (the check, the warm-up and the
@@ -104,11 +104,11 @@ def report(per_shape: pd.DataFrame, command: str) -> str:
         "Each shape's configs that ran are screened with the median of their first `runs per config` recorded repeats;",
         "those within `margin` of the screened best are timed in full (their recorded median). **best kept**: shapes",
         "whose full-sweep best was among them; **efficiency**: full-sweep best / best of those kept. **kernel runs**:",
-        f"the two passes' runs (each config's {UNTIMED_RUNS} untimed runs, the check, warm-up and estimate, plus its timed",
-        "repeats; kept configs pay the full timing again) as a share of the full sweep's; **bench time (est.)**: each",
-        "row's recorded bench seconds scaled by those runs. Fixed costs per timing that do not scale with runs (the",
-        "hold's 0.3 ms spin, the worker round trip) are not in the estimate, and the screen shares its round with",
-        "the full median here: a GPU sitting of both passes is the check of both.",
+        f"the two passes' runs (each config's {UNTIMED_RUNS} untimed runs, the check, warm-up and estimate, plus its",
+        "timed repeats; kept configs pay the full timing again) as a share of the full sweep's; **bench time",
+        "(est.)**: each row's recorded bench seconds scaled by those runs. Fixed costs per timing that do not scale",
+        "with runs (the hold's 0.3 ms spin, the worker round trip) are not in the estimate, and the screen shares its",
+        "round with the full median here: a GPU sitting of both passes is the check of both.",
         "",
         markdown_table(table),
         "",
@@ -128,7 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"screening {path} ...", flush=True)
         frames.append(study(load_dataset(path)).assign(dataset=path.stem))
     per_shape = pd.concat(frames, ignore_index=True)
-    command = " ".join([".venv/bin/python benchmarks/screening_sweep.py", *(argv if argv is not None else sys.argv[1:])])
+    given = argv if argv is not None else sys.argv[1:]
+    command = " ".join([".venv/bin/python benchmarks/screening_sweep.py", *given])
     args.out.mkdir(parents=True, exist_ok=True)
     write_text_atomically(args.out / "per_shape.csv", per_shape.round(6).to_csv(index=False))
     write_text_atomically(args.out / "summary.md", report(per_shape, command))
