@@ -292,6 +292,10 @@ def test_provenance_line_counts_the_sittings_and_the_rows_that_say_which_timed_t
     line = provenance_line(load_dataset(report.REPO_ROOT / "results" / "dataset_sittings_check" / "h200" /
                                         "sittings.parquet"))
     assert "2 sittings, the first's shown; each row names its own;" in line
+    screened = small_dataset()
+    screened.provenance["screen"] = {"runs": 3, "margin": 0.2}
+    assert ("a two-pass sweep: every config screened with 3 runs, those within 20% of the screened best timed in "
+            "full") in provenance_line(screened)
 
 
 def test_a_sweep_of_several_sittings_lists_each_with_the_rows_it_timed() -> None:

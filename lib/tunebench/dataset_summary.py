@@ -199,6 +199,10 @@ def provenance_line(dataset: Dataset) -> str:
     timing = provenance.get("timing")
     if isinstance(timing, dict) and timing.get("method"):
         parts.append(f"timing: {timing['method']}")
+    screen = provenance.get("screen")
+    if isinstance(screen, dict):
+        parts.append(f"a two-pass sweep: every config screened with {screen.get('runs')} runs, those within "
+                     f"{screen.get('margin', 0):.0%} of the screened best timed in full")
     source = kernel_source_note(dataset)
     if source:
         parts.append(source)
