@@ -10,6 +10,7 @@ estimate, then the timed repeats) and in bench seconds scaled by those runs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -18,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from tunebench.files import write_text_atomically
-from tunebench.measure.dataset import Dataset, load_dataset
+from tunebench.measure.dataset import Dataset, load_dataset, save_dataset
+from tunebench.measure.screen import Screen
 from tunebench.tables import markdown_table
 
 DATASETS = Path("results/datasets")
@@ -79,6 +81,22 @@ def study(dataset: Dataset, repeats: Sequence[int] = REPEATS, margins: Sequence[
     return pd.DataFrame(found)
 
 
+def as_screened(dataset: Dataset, screen: Screen) -> Dataset:
+    """`dataset` as a two-pass sweep with `screen` would have recorded it: each row that ran and that the screen does
+    not keep holds only its first `screen.runs` repeats (and their median); the kept rows are unchanged."""
+    rows = dataset.measurements.copy()
+    ok = rows.index[rows["status"] == "ok"]
+    screened = pd.Series(screen_latencies(rows.loc[ok, "repeats_ms"].tolist(), screen.runs), index=ok)
+    best = screened.groupby([rows.loc[ok, name] for name in dataset.shape_names]).transform("min")
+    dropped = ok[(screened > best * (1 + screen.margin)).to_numpy()]
+    rows.loc[dropped, "repeats_ms"] = rows.loc[dropped, "repeats_ms"].map(lambda r: list(r[:screen.runs]))
+    rows.loc[dropped, "latency_ms"] = screened[dropped]
+    provenance = {**dataset.provenance, "screen": dataclasses.asdict(screen),
+                  "screen_replayed": "rows not kept cut to their first repeats by benchmarks/screening_sweep.py"}
+    return Dataset(dataset.kernel, dataset.dtype, dataset.gpu, dataset.shape_names, dataset.parameters, rows,
+                   dataset.vendor, provenance)
+
+
 def summarize(per_shape: pd.DataFrame) -> pd.DataFrame:
     """Per dataset and screen: how often the full sweep's best survived, the worst shape's efficiency, the share of
     configs timed again, and the two-pass sweep's cost as a share of the full sweep's."""
@@ -119,6 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", type=Path, default=[DATASETS / name for name in DEFAULT_DATASETS])
     parser.add_argument("--out", type=Path, default=Path("results/screening"))
+    parser.add_argument("--write-screened", type=Path, default=None, metavar="DIR",
+                        help="also write each dataset as a screen of 3 runs and a 20 %% margin would have recorded it, "
+                             "to DIR/<name>_screened.parquet (for replaying strategies on it)")
     args = parser.parse_args(argv)
     missing = [str(path) for path in args.datasets if not path.is_file()]
     if missing:
@@ -126,7 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     frames = []
     for path in args.datasets:
         print(f"screening {path} ...", flush=True)
-        frames.append(study(load_dataset(path)).assign(dataset=path.stem))
+        dataset = load_dataset(path)
+        frames.append(study(dataset).assign(dataset=path.stem))
+        if args.write_screened is not None:
+            save_dataset(as_screened(dataset, Screen()), args.write_screened / f"{path.stem}_screened.parquet")
     per_shape = pd.concat(frames, ignore_index=True)
     given = argv if argv is not None else sys.argv[1:]
     command = " ".join([".venv/bin/python benchmarks/screening_sweep.py", *given])

@@ -62,3 +62,23 @@ def test_a_missing_dataset_is_named(tmp_path: Path, capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit):
         screening.main(["--datasets", str(tmp_path / "nowhere.parquet"), "--out", str(tmp_path)])
     assert "nowhere.parquet" in capsys.readouterr().err
+
+
+def test_a_screened_copy_cuts_only_the_rows_the_screen_drops_and_says_so() -> None:
+    from tunebench.measure.dataset import Dataset
+    from tunebench.measure.screen import Screen
+    from tunebench.space import Choice
+
+    frame = pd.concat([rows([[1.0, 1.0, 1.0, 1.1], [1.1, 1.1, 1.1, 1.1], [2.0, 3.0, 2.0, 2.0]]),
+                       rows([[5.0] * 4, [4.0] * 4, [9.0, 1.0, 9.0, 1.0]], (2, 64, 64))]).drop(columns="status")
+    frame = frame.assign(status="ok", compile_s=0.1, error="")
+    vendor = pd.DataFrame({"M": [1, 2], "N": 64, "K": 64, "library": "cuBLAS", "latency_ms": 1.0,
+                           "repeats_ms": [[1.0]] * 2})
+    dataset = Dataset("matmul", "bfloat16", "toy", ("M", "N", "K"), (Choice("BLOCK_M", (16, 32, 48)),), frame, vendor,
+                      {"gpu_name": "toy"})
+    screened = screening.as_screened(dataset, Screen(runs=2, margin=0.2))
+    lengths = screened.measurements["repeats_ms"].map(len).tolist()
+    assert lengths == [4, 4, 2, 2, 4, 2]  # kept: 1.0 and 1.1 (within 20 %) and 4.0; (9.0, 1.0) screens at 5.0
+    assert screened.measurements["latency_ms"].tolist()[2:] == [2.5, 5.0, 4.0, 5.0]
+    assert screened.provenance["screen"] == {"runs": 2, "margin": 0.2}
+    assert screened.optimum_ms((1, 64, 64)) == dataset.optimum_ms((1, 64, 64))
