@@ -3,8 +3,8 @@ medians: checked against later, steady sittings of the same configs at the shape
 
 `.venv/bin/python benchmarks/exhaustive_noise_check.py` compares the exhaustive dataset with the H100 prediction dataset
 (600 candidates per shape, timed behind the spin) at the shapes both hold, beside the same comparison between two steady
-sittings (the prediction dataset and its retest), and lists the noisy rows of every exhaustive shape. It writes
-results/datasets/exhaustive_noise_check.md.
+sittings (the prediction dataset and its retest), lists the noisy rows of every exhaustive shape, and compares its
+noisiest shapes with their re-sweep. It writes results/datasets/exhaustive_noise_check.md.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ EXHAUSTIVE = DATASETS / "matmul_bfloat16_h100.parquet"
 STEADY = DATASETS / "matmul_bfloat16_h100_prediction.parquet"
 RETEST = DATASETS / "matmul_bfloat16_h100_prediction_retest.parquet"
 UNHINTED = DATASETS / "matmul_bfloat16_h100_prediction_unhinted.parquet"
+RESWEEP = DATASETS / "matmul_bfloat16_h100_resweep.parquet"  # the noisiest 7 shapes swept again, every config (stop 89)
 STUDY = Path("results/strategy_comparison/summary_by_task.csv")
 OUT = DATASETS / "exhaustive_noise_check.md"
 SHAPE = ["M", "N", "K"]
@@ -121,15 +122,18 @@ def study_by_noise(study: pd.DataFrame, noise: pd.DataFrame, task_prefix: str) -
 
 
 def report(command: str) -> str:
-    exhaustive, steady, retest, unhinted = (load_dataset(path, kernel="matmul")
-                                            for path in (EXHAUSTIVE, STEADY, RETEST, UNHINTED))
+    exhaustive, steady, retest, unhinted, resweep = (load_dataset(path, kernel="matmul")
+                                                     for path in (EXHAUSTIVE, STEADY, RETEST, UNHINTED, RESWEEP))
     names = list(exhaustive.parameter_names)
     exhaustive_rows = ok_rows(exhaustive)
     noise = per_shape_noise(exhaustive_rows)
     noisy_vs_steady = compare(exhaustive_rows, ok_rows(steady, shapes_of(exhaustive)), names)
     steady_vs_steady = compare(ok_rows(retest), same_kernel(steady, unhinted, shapes_of(retest)), names)
+    resweep_rows = ok_rows(resweep)
+    noisy_vs_resweep = compare(ok_rows(exhaustive, shapes_of(resweep)), resweep_rows, names)
     summary = pd.DataFrame([medians(noisy_vs_steady, "exhaustive (first) against prediction (second)"),
-                            medians(steady_vs_steady, "retest (first) against prediction (second)")])
+                            medians(steady_vs_steady, "retest (first) against prediction (second)"),
+                            medians(noisy_vs_resweep, "exhaustive (first) against its re-sweep (second)")])
     return "\n\n".join([
         "# The exhaustive H100 GEMM dataset's timing noise, against steady sittings",
         f"Command: `{command}`",
@@ -145,6 +149,9 @@ def report(command: str) -> str:
         "Medians over shapes:", markdown_table(summary, "{:.3f}"),
         "Per shape, the exhaustive dataset against the prediction dataset:", markdown_table(noisy_vs_steady, "{:.4g}"),
         "The exhaustive dataset's noisy rows per shape (every config):", markdown_table(noise, "{:.4g}"),
+        f"Its seven noisiest shapes swept again, every config, behind the spin (`{RESWEEP}`, "
+        f"{resweep.provenance['date'][:10]}, one H100): the old rows against the new, and the new rows' noise.",
+        markdown_table(noisy_vs_resweep, "{:.4g}"), markdown_table(per_shape_noise(resweep_rows), "{:.4g}"),
         f"The strategy comparison (`{STUDY}`) on the exhaustive dataset's GEMM tasks, split by the shapes with more "
         f"than {NOISY_SHAPE:.0%} noisy rows and the others: per strategy, the median over the group's tasks of "
         "evaluations to 0.99 of the optimum and of the mean score. The noisy shapes are also the short, small-M "
