@@ -32,6 +32,7 @@ def test_a_screen_of_the_same_latencies_finds_the_full_sweeps_best_and_pays_for_
     assert table["shape"].tolist() == ["3x32x48", "5x64x32"]
     assert (table["configs"] == 30).all() and (table["timed in full"] < table["configs"]).all()
     assert table["full sweep's best kept"].all() and (table["pick / full best"] == 1.0).all()
+    assert (table["full best / pick, two-pass sitting"] == 1.0).all()
     per_timing = 0.02  # the stand-in's bench seconds per config that compiled (split-K 8 does not)
     timed = [sum(r["kind"] == "config" and bool(r.get("screened")) and r["status"] == "ok" and r["shape"] == list(shape)
                  for r in records) for shape in SHAPES]
