@@ -93,4 +93,7 @@ def test_a_screened_sweep_stopped_in_either_pass_resumes_without_timing_anything
     counts = collections.Counter((tuple(r["shape"]), json.dumps(r["config"], sort_keys=True), bool(r.get("screened")))
                                  for r in records if r["kind"] == "config")
     assert set(counts.values()) == {1}, "nothing timed twice in either pass"
+    closed = {tuple(r["shape"]): r["timed_in_full"] for r in records if r["kind"] == "screen_done"}
+    assert closed == {shape: sum(not screened for (s, _, screened) in counts if s == shape) for shape in SHAPES}, \
+        "each shape's count of full timings, the sitting before the stop's included"
     assert len(load_dataset(out).measurements) == 80
