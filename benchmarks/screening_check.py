@@ -24,9 +24,10 @@ from tunebench.tables import markdown_table
 
 def screened_rows(records: Sequence[Mapping[str, Any]], shape_names: Sequence[str],
                   parameter_names: Sequence[str]) -> pd.DataFrame:
-    """The screened sweep's config records as rows: shape, config, median, whether screened, bench seconds."""
+    """The screened sweep's config records as rows: shape, config, median (NaN unless it ran), whether screened, bench
+    seconds."""
     rows = [{**dict(zip(shape_names, record["shape"])), **{name: record["config"][name] for name in parameter_names},
-             "ok": record["status"] == "ok", "latency_ms": float(np.median(record["repeats_ms"]))
+             "latency_ms": float(np.median(record["repeats_ms"]))
              if record["status"] == "ok" else np.nan, "screened": bool(record.get("screened")),
              "bench_s": float(record["bench_s"] or 0.0)} for record in records if record["kind"] == "config"]
     if not rows:

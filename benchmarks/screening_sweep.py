@@ -56,7 +56,7 @@ def screen_shape(rows: pd.DataFrame, runs: int, margin: float) -> dict[str, floa
     for `runs`); the configs within `margin` of the screened best timed again in full. Their best against the full
     sweep's, and what the two passes cost."""
     screened = rows["screened_ms"].to_numpy()
-    kept = screened <= screened.min() * (1 + margin)
+    kept = screened <= Screen(runs, margin).bound(screened.min())
     full_runs = UNTIMED_RUNS + rows["repeats_ms"].map(len).to_numpy()
     screen_runs = UNTIMED_RUNS + np.minimum(runs, full_runs - UNTIMED_RUNS)
     latency = rows["latency_ms"].to_numpy()
@@ -88,7 +88,7 @@ def as_screened(dataset: Dataset, screen: Screen) -> Dataset:
     ok = rows.index[rows["status"] == "ok"]
     screened = pd.Series(screen_latencies(rows.loc[ok, "repeats_ms"].tolist(), screen.runs), index=ok)
     best = screened.groupby([rows.loc[ok, name] for name in dataset.shape_names]).transform("min")
-    dropped = ok[(screened > best * (1 + screen.margin)).to_numpy()]
+    dropped = ok[(screened > screen.bound(best)).to_numpy()]
     rows.loc[dropped, "repeats_ms"] = rows.loc[dropped, "repeats_ms"].map(lambda r: list(r[:screen.runs]))
     rows.loc[dropped, "latency_ms"] = screened[dropped]
     provenance = {**dataset.provenance, "screen": dataclasses.asdict(screen),

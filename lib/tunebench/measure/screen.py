@@ -25,9 +25,13 @@ class Screen:
         if not (isinstance(self.margin, (int, float)) and math.isfinite(self.margin) and self.margin >= 0):
             raise ValueError(f"a screen's margin is a finite fraction >= 0 (0.2: within 20 %), got {self.margin!r}")
 
+    def bound(self, best_ms: float) -> float:
+        """The slowest screened median that is timed again in full, given the shape's fastest screened median."""
+        return best_ms * (1 + self.margin)
+
     def kept(self, screened_ms: Mapping[Hashable, float]) -> set[Hashable]:
         """The keys of `screened_ms` (screened medians of the configs that ran) to time again in full."""
         if not screened_ms:
             return set()
-        bound = min(screened_ms.values()) * (1 + self.margin)
+        bound = self.bound(min(screened_ms.values()))
         return {key for key, latency in screened_ms.items() if latency <= bound}
