@@ -24,12 +24,16 @@ from tunebench.study import Budget, Task, open_dataset, run_study
 from tunebench.tables import markdown_table
 
 DATASETS = Path("results/datasets")
-# (GPU, the pointer GEMM's dataset, the TMA GEMM's, the shapes both hold). The H200's pointer data is the prediction
-# dataset's 600 candidates; its TMA data the sweep with widened tiles (tall tiles lose at three of the four shapes and
-# were swept at the fourth apart, docs/tma_gemm.md).
+# (GPU, the pointer GEMM's dataset, the TMA GEMM's, the shapes both hold). The H200's pointer data, and the H100's at
+# the pointer GEMM's widest gaps to cuBLAS (results/gemm_families/pointer_gaps_h100.md), is the prediction dataset's
+# 600 candidates; the H200's TMA data the sweep with widened tiles (tall tiles lose at three of the four shapes and
+# were swept at the fourth apart, docs/tma_gemm.md); the H100's at the gaps a two-pass sweep (`--screen-runs 3`).
 PAIRS = (
     ("H100", DATASETS / "matmul_bfloat16_h100.parquet", DATASETS / "matmul_tma_bfloat16_h100_hinted.parquet",
      ((200, 3000, 5000), (1000, 5000, 3000))),
+    ("H100", DATASETS / "matmul_bfloat16_h100_prediction.parquet", DATASETS / "matmul_tma_bfloat16_h100_gaps.parquet",
+     ((2, 712, 4648), (6, 960, 5120), (36, 616, 13192), (72, 1280, 8192), (341, 1688, 8440), (404, 5120, 8192),
+      (1161, 3456, 5120), (8192, 5000, 3000))),
     ("H200", DATASETS / "matmul_bfloat16_h200_prediction.parquet",
      DATASETS / "matmul_tma_bfloat16_h200_mid_widened.parquet",
      ((256, 11008, 4096), (512, 4096, 11008), (768, 4096, 14336), (1024, 6144, 4096))),

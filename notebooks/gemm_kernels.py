@@ -59,6 +59,7 @@ replay_clock = "sequential"  # or "pipelined": compiles overlap timing, as the l
 replay_startup_s = 0.0  # seconds before the first batch a live run pays (H200: 10.86 s spawned, about 2 s forked)
 rounds = "results/matmul_tma/rounds_h200.csv"  # benchmarks/tma_rounds.py's re-timing of the sweep's top configs
 families = "results/gemm_families"  # benchmarks/gemm_families_rounds.py's timings of both families, side by side
+families_gaps = "results/gemm_families/h100_gaps"  # the same at the pointer GEMM's gaps, after the planned TMA sweeps
 gaps = "results/gemm_families/pointer_gaps_h100.csv"  # benchmarks/family_gaps.py: each shape's best against cuBLAS
 race = "results/family_race"  # benchmarks/family_race.py's runs: both families searched, replayed
 helion = ["results/helion_side_by_side/4096x4096x4096", "results/helion_side_by_side/256x11008x4096",
@@ -70,7 +71,8 @@ recorded = open_dataset(path)
 live_dir = repo_path(live)
 show_run_header({"dataset": dataset, "live": live, "strategies": strategies, "replay_seeds": replay_seeds,
                  "replay_seconds": replay_seconds, "replay_workers": replay_workers, "replay_clock": replay_clock,
-                 "replay_startup_s": replay_startup_s, "rounds": rounds, "families": families, "gaps": gaps,
+                 "replay_startup_s": replay_startup_s, "rounds": rounds, "families": families,
+                 "families_gaps": families_gaps, "gaps": gaps,
                  "race": race, "helion": helion},
                 {"dataset": provenance_line(recorded)})
 
@@ -112,11 +114,20 @@ display(table_style(families_table(read_families(repo_path(families)))))
 plot_family_gaps(pd.read_csv(repo_path(gaps)));
 
 # %% [markdown]
+# The TMA sweeps that `family_gaps.py` planned, one shape per class and family of M, swept two-pass and timed side by
+# side with the pointer GEMM's 8 fastest candidates as above: the TMA GEMM is faster from M = 341 up; at M = 2 to 36,
+# where the pointer GEMM's fastest configs split K, the pointer GEMM is ("The pointer GEMM's gaps" in docs/tma_gemm.md).
+
+# %%
+display(table_style(families_table(read_families(repo_path(families_gaps)))))
+
+# %% [markdown]
 # When which family is faster is not known, a search can take both: in turn, or as a race that probes each family's
 # first batch and goes on with the leader (while the other is within a margin). `benchmarks/family_race.py` replayed
-# them at the six shapes swept with both families (the TMA GEMM is faster at all six): per arm and strategy, the paired
-# median of the extra seconds to 0.99 of the faster family's best over searching that family alone, and (in brackets)
-# the runs that end on the faster family's config ("Searching both families" in docs/tma_gemm.md).
+# them at the fourteen shapes swept with both families (by the sweeps, the pointer GEMM is faster at two): per arm and
+# strategy, the paired median of the extra seconds to 0.99 of the faster family's best over searching that family
+# alone, and (in brackets) the runs that end on the faster family's config ("Searching both families" in
+# docs/tma_gemm.md).
 
 # %%
 display(table_style(race_table(repo_path(race))))
