@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from tunebench.collect import (Journal, JournalBusy, build_dataset, dataset_records, main, parse_shapes,
-                                provenance_records, read_records, sweep, sweep_configs, sweep_provenance,
-                                whole_shapes, with_added_configs)
+                                provenance_records, read_records, records_after, sweep, sweep_configs,
+                                sweep_provenance, whole_shapes, with_added_configs)
 from tunebench.kernels import get_kernel, kernel_source_sha256
 from tunebench.measure.dataset import load_dataset
 from tunebench.space import ConfigError
@@ -187,6 +187,18 @@ def test_a_saved_dataset_turns_back_into_the_records_that_build_it(tmp_path):
     again = build_dataset("matmul", "bfloat16", dataset_records(extended))
     assert again.provenance == extended.provenance
     pd.testing.assert_frame_equal(again.measurements, extended.measurements)
+
+    # a shape swept again into a dataset of its own replaces its rows, which name the third sitting, not their own 0
+    third = tmp_path / "third.parquet"
+    assert sweep("matmul", "bfloat16", SHAPES[:1], third, limit_configs=6, make_bench=StandInBench)
+    swapped = build_dataset("matmul", "bfloat16", records_after(dataset_records(extended), read_records(third)))
+    assert len(swapped.provenance["sittings"]) == 3 and len(swapped.measurements) == 12
+    assert swapped.provenance["sittings"][2]["measured_before"] == 12
+    sittings = swapped.measurements.groupby(["M", "N", "K"])["sitting"].unique().map(list).to_dict()
+    assert sittings == {SHAPES[0]: [2], SHAPES[1]: [1]} and sorted(swapped.vendor["sitting"]) == [1, 2]
+    resweep = load_dataset(third).measurements.drop(columns="sitting").reset_index(drop=True)
+    pd.testing.assert_frame_equal(swapped.measurements[swapped.measurements["M"] == SHAPES[0][0]]
+                                  .drop(columns="sitting").reset_index(drop=True), resweep)
 
 
 def test_a_dataset_of_a_space_with_flags_turns_back_into_records_of_its_configs(tmp_path):

@@ -168,9 +168,9 @@ class _Screens:
 
 def dataset_records(dataset: Dataset) -> list[dict[str, Any]]:
     """A saved dataset as the journal records `build_dataset` makes it from, for a dataset whose journal is gone:
-    `build_dataset(kernel, dtype, dataset_records(dataset) + later_journal)` extends it with a later sitting. Each
-    row's record names its sitting (None where the dataset does not know it), since here the rows follow all the
-    sittings' provenance records rather than each its own."""
+    `build_dataset(kernel, dtype, records_after(dataset_records(dataset), later))` extends it with a later sitting.
+    Each row's record names its sitting (None where the dataset does not know it), counted from the dataset's first,
+    since here the rows follow all the sittings' provenance records rather than each its own."""
     shape_names, names = list(dataset.shape_names), list(dataset.parameter_names)
 
     def record(kind: str, row: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
@@ -187,6 +187,23 @@ def dataset_records(dataset: Dataset) -> list[dict[str, Any]]:
     for row in dataset.vendor.to_dict("records"):
         records.append(record("vendor", row, {}))
     return records
+
+
+def records_after(earlier: Sequence[Mapping[str, Any]], later: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`earlier` then `later`, as `build_dataset` takes them, with `later`'s sittings listed after `earlier`'s: a row
+    that names its sitting (as a saved dataset's do, `dataset_records`) counts it after `earlier`'s sittings, and each
+    later provenance's count of measurements before it includes `earlier`'s. A later row replaces an earlier one of
+    the same shape and config (a shape swept again), or joins it (a shape or config added)."""
+    sittings_before = sum(record["kind"] == "provenance" for record in earlier)
+    measured_before = sum(record["kind"] == "config" for record in earlier)
+    shifted = []
+    for record in later:
+        if record["kind"] == "provenance":
+            record = dict(record, measured_before=record.get("measured_before", 0) + measured_before)
+        elif record["kind"] in ("config", "vendor") and record.get("sitting") is not None:
+            record = dict(record, sitting=record["sitting"] + sittings_before)
+        shifted.append(record)
+    return [*earlier, *shifted]
 
 
 def whole_shapes(records: Sequence[Mapping[str, Any]], configs: Sequence[Mapping[str, Any]],
@@ -249,16 +266,9 @@ def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shap
     kept = [dict(record, config=complete_config(base.kernel, record["config"])) if record["kind"] == "config"
             else record for record in dataset_records(base)
             if record["kind"] == "provenance" or tuple(record["shape"]) in shapes]
-    sittings_before = sum(record["kind"] == "provenance" for record in kept)  # a row naming its sitting counts from 0
-    measured_before = sum(record["kind"] == "config" for record in kept)
-    later = []
-    for record in records:
-        if record["kind"] == "provenance":
-            later.append(dict(record, measured_before=record.get("measured_before", 0) + measured_before))
-        elif record["kind"] == "config" and tuple(record["shape"]) in shapes:
-            named = record.get("sitting") is not None
-            later.append(dict(record, sitting=record["sitting"] + sittings_before) if named else record)
-    return build_dataset(base.kernel, base.dtype, kept + later)
+    later = [record for record in records if record["kind"] == "provenance" or (
+        record["kind"] == "config" and tuple(record["shape"]) in shapes)]
+    return build_dataset(base.kernel, base.dtype, records_after(kept, later))
 
 
 def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, Any]]) -> Dataset:
