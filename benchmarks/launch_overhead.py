@@ -47,7 +47,7 @@ def calls_of_shape(folder: Path) -> tuple[dict[str, Callable[[], Any]], list[str
 
     shape = tuple(int(size) for size in folder.name.split("x"))
     inputs = matmul_tma.make_inputs(shape, "bfloat16", seed=0)
-    a, b, c = inputs.a, inputs.b, inputs.out
+    a, b, c, workspace = inputs.a, inputs.b, inputs.out, inputs.workspace
     space = matmul_tma.config_space()
     calls: dict[str, Callable[[], Any]] = {"cublas": lambda: torch.matmul(a, b)}
     notes = []
@@ -56,7 +56,7 @@ def calls_of_shape(folder: Path) -> tuple[dict[str, Callable[[], Any]], list[str
 
         def jit(config: dict[str, Any] = config) -> None:
             matmul_tma.matmul_tma_kernel[(matmul_tma.programs(config, shape, sm_count(a.device)),)](
-                *matmul_tma._descriptors(config, a, b, c, shape), *shape, **matmul_tma._launch_arguments(config))
+                *matmul_tma.kernel_arguments(config, a, b, c, workspace, shape), **matmul_tma._launch_arguments(config))
 
         calls[f"{run['run']}:jit"] = jit
         calls[f"{run['run']}:bound"] = lambda config=config: matmul_tma.run(config, inputs)

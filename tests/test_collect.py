@@ -297,9 +297,11 @@ def test_configs_a_later_sitting_timed_join_a_sweeps_shapes_beside_its_vendor_ro
 def test_given_configs_recorded_before_a_parameter_joined_the_space_mean_its_old_value():
     recorded = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 0,
                 "WARP_SPECIALIZE": False, "FLATTEN": False, "EPILOGUE_SPLIT": 2, "num_warps": 4, "num_stages": 4}
-    assert sweep_configs("matmul_tma", [recorded]) == [dict(recorded, WIDEN=False, TALL=False)]
-    assert sweep_configs("matmul_tma", [dict(recorded, WIDEN=True)]) == [dict(recorded, WIDEN=True, TALL=False)]
-    assert sweep_configs("matmul_tma", [dict(recorded, TALL=True)]) == [dict(recorded, WIDEN=False, TALL=True)]
+    assert sweep_configs("matmul_tma", [recorded]) == [dict(recorded, WIDEN=False, TALL=False, SPLIT_K=1)]
+    assert sweep_configs("matmul_tma", [dict(recorded, WIDEN=True)]) == [
+        dict(recorded, WIDEN=True, TALL=False, SPLIT_K=1)]
+    assert sweep_configs("matmul_tma", [dict(recorded, TALL=True)]) == [
+        dict(recorded, WIDEN=False, TALL=True, SPLIT_K=1)]
     with pytest.raises(ConfigError, match="unknown parameter"):
         sweep_configs("matmul_tma", [dict(recorded, WIDTH=True)])
 

@@ -18,11 +18,17 @@ from launch_recorder import compile_and_launch
 LIB = Path(__file__).resolve().parents[1] / "lib"
 SPACE = matmul_tma.config_space()
 BIG = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 1, "WARP_SPECIALIZE": True,
-       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "WIDEN": False, "TALL": False, "num_warps": 8, "num_stages": 4}
+       "FLATTEN": False, "EPILOGUE_SPLIT": 2, "WIDEN": False, "TALL": False, "SPLIT_K": 1, "num_warps": 8,
+       "num_stages": 4}
 # 128 x 192 output tiles (128 + 64 columns): 132 of them at 768 x 4096, one per H200 SM.
 WIDE = dict(BIG, BLOCK_N=128, PROGRAMS_PER_SM=0, WARP_SPECIALIZE=False, WIDEN=True, num_warps=4, num_stages=4)
 # 192 x 128 output tiles (128 + 64 rows), cuBLAS's tile at 768 x 4096 x 14336: 4 x 32 = 128 of them.
 TALL = dict(WIDE, WIDEN=False, TALL=True)
+# The plain 64 x 64 tile a split of K takes, a program per tile and split (SPLIT_K set where used).
+SPLIT = dict(BIG, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, PROGRAMS_PER_SM=0, WARP_SPECIALIZE=False, EPILOGUE_SPLIT=1,
+             num_warps=4, num_stages=3)
+SPLIT_8 = dict(SPLIT, BLOCK_K=128, SPLIT_K=8, num_stages=4)
+TALL_PERSISTENT = dict(TALL, BLOCK_M=256, BLOCK_K=32, PROGRAMS_PER_SM=1, num_warps=8)  # 384 x 128, two warp groups
 
 
 def test_space_is_large_and_every_config_fits_the_resource_model():
@@ -35,11 +41,16 @@ def test_space_is_large_and_every_config_fits_the_resource_model():
         assert config["PROGRAMS_PER_SM"] > 0 or not config["FLATTEN"]
         assert config["EPILOGUE_SPLIT"] == 2 or not (config["WIDEN"] or config["TALL"])
         assert not (config["WIDEN"] and config["TALL"])
+        assert config["SPLIT_K"] == 1 or (config["PROGRAMS_PER_SM"] == 0 and config["EPILOGUE_SPLIT"] == 1 and not (
+            config["WARP_SPECIALIZE"] or config["WIDEN"] or config["TALL"]))
     assert {matmul_tma.tile_columns(config) for config in configs} == {64, 96, 128, 192, 256, 384}
     assert {matmul_tma.tile_rows(config) for config in configs} == {64, 96, 128, 192, 256, 384}
-    # the space before WIDEN joined it (stop 56's sweep measured 5,440 a shape), and before TALL joined it (7,880)
-    assert sum(not (config["WIDEN"] or config["TALL"]) for config in configs) == 5440
-    assert sum(not config["TALL"] for config in configs) == 7880
+    # the space before WIDEN joined it (stop 56's sweep measured 5,440 a shape), before TALL joined it (7,880), and
+    # before SPLIT_K joined it (10,300, as every H100 sweep of stops 85 to 90 measured)
+    whole_k = [config for config in configs if config["SPLIT_K"] == 1]
+    assert sum(not (config["WIDEN"] or config["TALL"]) for config in whole_k) == 5440
+    assert sum(not config["TALL"] for config in whole_k) == 7880
+    assert len(whole_k) == 10300 and {config["SPLIT_K"] for config in configs} == {1, 2, 4, 8}
 
 
 def test_resource_model_by_hand():
@@ -68,6 +79,14 @@ def test_resource_model_by_hand():
     with pytest.raises(ValueError, match="WIDEN needs EPILOGUE_SPLIT=2"):
         matmul_tma.run(dict(WIDE, EPILOGUE_SPLIT=1), matmul_tma.make_inputs((8, 16, 16), "float16", "cpu"))
     assert "flatten_needs_persistence" in SPACE.violations(dict(BIG, PROGRAMS_PER_SM=0, FLATTEN=True))
+    # split-K: a program per tile and split of K, the plain tile alone
+    split = dict(SPLIT, SPLIT_K=4)
+    assert SPACE.is_valid(split) and matmul_tma.programs(split, (36, 616, 13192), 132) == 1 * 10 * 4
+    before_split_k = {name: value for name, value in BIG.items() if name != "SPLIT_K"}
+    assert matmul_tma.splits_k(split) == 4 and matmul_tma.splits_k(before_split_k) == 1  # recorded before: whole K
+    for other in (dict(PROGRAMS_PER_SM=1), dict(EPILOGUE_SPLIT=2), dict(WARP_SPECIALIZE=True)):
+        assert SPACE.violations(dict(split, **other)) == ["split_k_plain"], other
+    assert "split_k_plain" in SPACE.violations(dict(WIDE, SPLIT_K=2))
 
 
 def test_registry_and_bad_input():
@@ -105,6 +124,8 @@ def test_specialization_follows_divisibility_of_n_and_k_by_16():
 def _descriptor_fields(arg):
     if isinstance(arg, matmul_tma.TensorDescriptor):
         return arg.base.dtype, list(arg.shape), list(arg.strides), list(arg.block_shape)
+    if isinstance(arg, torch.Tensor):  # the workspace: only its dtype compiles in
+        return arg.dtype
     return arg
 
 
@@ -124,6 +145,11 @@ def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
         assert _descriptor_fields(launch_args[1]) == (torch.float16, [37, 56], [56, 1], [extra_rows, 64])
         assert _descriptor_fields(launch_args[5]) == (torch.float16, [37, 72], [72, 1],
                                                       [extra_rows, config["BLOCK_N"] // 2])
+    (warm_args, warm_options), (launch_args, launch_options) = compile_and_launch(
+        monkeypatch, matmul_tma, "matmul_tma_kernel", dict(SPLIT, SPLIT_K=2), shape)
+    assert warm_options == launch_options and launch_options["SPLIT_K"] == 2
+    assert [_descriptor_fields(arg) for arg in warm_args] == [_descriptor_fields(arg) for arg in launch_args]
+    assert launch_args[6].dtype == torch.float32 and tuple(launch_args[7:]) == shape  # the workspace, then M, N, K
 
 
 def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
@@ -146,9 +172,12 @@ def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
     assert dataclasses.replace(inputs).launches == {}
 
 
-def test_inputs_have_no_split_k_workspace():
-    assert matmul_tma.make_inputs((4, 8, 8), "float16", "cpu").workspace.numel() == 0
-    assert matmul.make_inputs((4, 8, 8), "float16", "cpu").workspace.shape == (4, 8)
+def test_inputs_have_the_split_k_workspace_and_a_split_refuses_another():
+    inputs = matmul_tma.make_inputs((4, 8, 8), "float16", "cpu")
+    assert inputs.workspace.shape == (4, 8) and inputs.workspace.dtype == torch.float32
+    inputs.workspace = torch.empty(0)
+    with pytest.raises(ValueError, match=r"SPLIT_K=2 adds into an fp32 workspace of M x N = 4 x 8, got \(0,\)"):
+        matmul_tma.run(dict(SPLIT, SPLIT_K=2), inputs)
 
 
 def _small_configs(count, seed):
@@ -162,6 +191,7 @@ def _small_configs(count, seed):
     configs.insert(2, dict(WIDE, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32))
     configs.insert(3, dict(TALL, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, PROGRAMS_PER_SM=1, FLATTEN=True))
     configs.insert(4, dict(TALL, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32))
+    configs.insert(5, dict(SPLIT, SPLIT_K=4))  # 2 K steps of 32 at K = 56 and 40: two of the four splits add nothing
     return configs[:count]
 
 
@@ -182,7 +212,8 @@ def test_interpreter_matches_reference(shape):
 
 # Configs the H200 sweep (results/datasets/matmul_tma_bfloat16_h200.parquet) recorded as correct at 2048^3 and 4096^3:
 # a program per tile; the sweep's fastest at 4096^3; warp-specialized and persistent with 8 and 4 warps. Random
-# samples would also draw the warp-specialized 4-warp configs Triton 3.6 fails to compile or miscompiles there.
+# samples would also draw the warp-specialized 4-warp configs Triton 3.6 fails to compile or miscompiles there. Then
+# two split-K configs (stop 90).
 GPU_CONFIGS = [
     dict(BIG, BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, GROUP_M=1, PROGRAMS_PER_SM=0, WARP_SPECIALIZE=False,
          EPILOGUE_SPLIT=1, num_warps=4, num_stages=3),
@@ -193,7 +224,9 @@ GPU_CONFIGS = [
     WIDE,  # widened tiles: a program per tile, and persistent with two warp groups
     dict(WIDE, PROGRAMS_PER_SM=1, FLATTEN=True, num_warps=8, num_stages=3),
     TALL,  # tall tiles: a program per tile, and persistent 384 x 128 with two warp groups
-    dict(TALL, BLOCK_M=256, BLOCK_K=32, PROGRAMS_PER_SM=1, num_warps=8),
+    TALL_PERSISTENT,
+    SPLIT_8,  # split-K, the plain tile: K in 8 runs added by atomics
+    dict(SPLIT, BLOCK_N=128, GROUP_M=1, SPLIT_K=2),
 ]
 
 
@@ -252,7 +285,8 @@ if __name__ == "__main__":
 
 
 @pytest.mark.parametrize("configs", [  # 4 and 8 warps each: told apart in the cache
-    [WIDE, dict(BIG, WARP_SPECIALIZE=False, PROGRAMS_PER_SM=0)], [TALL, GPU_CONFIGS[-1]]], ids=["widened", "tall"])
+    [WIDE, dict(BIG, WARP_SPECIALIZE=False, PROGRAMS_PER_SM=0)], [TALL, TALL_PERSISTENT],
+    [SPLIT_8, dict(SPLIT, BLOCK_M=128, BLOCK_N=128, SPLIT_K=2, num_warps=8)]], ids=["widened", "tall", "split"])
 def test_tiles_compile_for_sm90_with_the_modelled_shared_memory(tmp_path, configs):
     script = tmp_path / "cross_compile.py"
     script.write_text(CROSS_COMPILE)
@@ -265,4 +299,9 @@ def test_tiles_compile_for_sm90_with_the_modelled_shared_memory(tmp_path, config
     assert [a["status"] for a in answer["answers"]] == ["ok", "ok"], answer["answers"]
     for config in configs:  # the compiler adds the pipeline's barriers: a few hundred bytes at most
         modelled = matmul_tma.shared_memory_bytes(config)
-        assert modelled <= answer["shared"][str(config["num_warps"])] <= modelled + 512, (config, answer["shared"])
+        shared = answer["shared"][str(config["num_warps"])]
+        if config["SPLIT_K"] == 1:
+            assert modelled <= shared <= modelled + 512, (config, answer["shared"])
+        else:  # no staging for TMA stores, but the atomics' layout conversion may take up to as much: a bound
+            pipeline = modelled - matmul_tma.tile_rows(config) * config["BLOCK_N"] * 2
+            assert pipeline <= shared <= modelled, (config, answer["shared"])

@@ -248,6 +248,9 @@ def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shap
     gpus = {record["provenance"].get("gpu_name") for record in records if record["kind"] == "provenance"}
     if gpus != {base.gpu}:
         raise ValueError(f"the later sitting was measured on {sorted(map(str, gpus))}, the base on {base.gpu!r}")
+    # A config recorded before a parameter joined the space means the parameter's old value.
+    records = [dict(record, config=complete_config(base.kernel, record["config"])) if record["kind"] == "config"
+               else record for record in records]
     added = [record for record in records if record["kind"] == "config" and tuple(record["shape"]) in shapes]
     keys = {shape: set() for shape in shapes}
     for record in added:
@@ -262,7 +265,6 @@ def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shap
         if held:
             raise ValueError(f"{len(held)} of the added configs are in the base already at {shape}, e.g. "
                              f"{sorted(held)[0]}")
-    # A config recorded before a parameter joined the space means the parameter's old value.
     kept = [dict(record, config=complete_config(base.kernel, record["config"])) if record["kind"] == "config"
             else record for record in dataset_records(base)
             if record["kind"] == "provenance" or tuple(record["shape"]) in shapes]

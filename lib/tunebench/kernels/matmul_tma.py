@@ -1,7 +1,8 @@
 """Tunable Hopper GEMM with tensor-memory-accelerator (TMA) loads and stores, C = A @ B as in `matmul`.
 
 Its space adds what `matmul` lacks at large shapes: persistent programs, warp specialization, a split epilogue, and
-tiles widened by half (WIDEN; see `tile_columns`) or lengthened by half (TALL; see `tile_rows`).
+tiles widened by half (WIDEN; see `tile_columns`) or lengthened by half (TALL; see `tile_rows`); and, as `matmul` has,
+split-K for shapes with few output tiles (SPLIT_K; see `splits_k`).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ LAUNCH_PARAMETERS = ("PROGRAMS_PER_SM",)  # sizes the grid only (see `programs`)
 # tiles alone.
 ACCUMULATOR_REGISTERS_PER_THREAD = 192
 # Parameters added to the space after configs were recorded without them, and what such a config meant: every dataset
-# and plan before WIDEN's is of unwidened tiles, and every one before TALL's of tiles of BLOCK_M rows.
-ADDED_PARAMETERS = {"WIDEN": False, "TALL": False}
+# and plan before WIDEN's is of unwidened tiles, every one before TALL's of tiles of BLOCK_M rows, and every one before
+# SPLIT_K's (stop 90) of whole K.
+ADDED_PARAMETERS = {"WIDEN": False, "TALL": False, "SPLIT_K": 1}
 # Compute-bound shapes, where cuBLAS is hardest to match: squares of 2048 to 8192 (4096^3 is the shape Helion's
 # LFBO search was measured on), and Llama-3-8B's MLP up and down projections (N or K = 14336) for 4096 tokens.
 DATASET_SHAPES = (
@@ -68,14 +70,16 @@ def _store_in_slices(c_desc, block, offset_m, offset_n, ROWS: tl.constexpr, COLU
 # 128 x 256 makes 96 and 128 x 128 makes 192). A widened tile is stored in three slices of BLOCK_N / 2. TALL adds a
 # second row block of BLOCK_M / 2 below the first instead, with a dot of its own on the same B tile: 192 x 128 is the
 # tile cuBLAS runs at 768 x 4096 x 14336 (4 x 32 = 128 tiles), where it ran at 1.01x cuBLAS on an H200
-# (docs/tma_gemm.md). Its extra rows are stored in the same column slices as the first block's.
+# (docs/tma_gemm.md). Its extra rows are stored in the same column slices as the first block's. With SPLIT_K > 1 a
+# program takes one of a tile's SPLIT_K runs of K steps and adds its partial sum into the fp32 workspace (M x N,
+# zeroed before and cast into C after, by `run`) with atomics; TMA stores and the options that shape them do not apply.
 @triton.jit(do_not_specialize=["M"])
 def matmul_tma_kernel(
-    a_desc, a_extra_desc, b_desc, b_extra_desc, c_desc, c_extra_desc,
+    a_desc, a_extra_desc, b_desc, b_extra_desc, c_desc, c_extra_desc, workspace,
     M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr, WIDEN: tl.constexpr,
-    TALL: tl.constexpr,
+    TALL: tl.constexpr, SPLIT_K: tl.constexpr,
 ):
     EXTRA_N: tl.constexpr = BLOCK_N // 2 if WIDEN else 0
     EXTRA_M: tl.constexpr = BLOCK_M // 2 if TALL else 0
@@ -83,8 +87,9 @@ def matmul_tma_kernel(
     tiles_n = tl.cdiv(N, BLOCK_N + EXTRA_N)
     k_steps = tl.cdiv(K, BLOCK_K)
     tiles_in_group = GROUP_M * tiles_n  # grouped order: GROUP_M tile rows share B's column tiles while in L2
-    for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0),
+    for item in tl.range(tl.program_id(0), tiles_m * tiles_n * SPLIT_K, tl.num_programs(0),
                          flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
+        tile = item // SPLIT_K
         first_m = tile // tiles_in_group * GROUP_M
         rows = min(tiles_m - first_m, GROUP_M)
         offset_m = (first_m + tile % tiles_in_group % rows) * (BLOCK_M + EXTRA_M)
@@ -104,10 +109,19 @@ def matmul_tma_kernel(
                 acc = tl.dot(a_desc.load([offset_m, k * BLOCK_K]), b, acc)
                 extra = tl.dot(a_extra_desc.load([offset_m + BLOCK_M, k * BLOCK_K]), b, extra)
             _store_in_slices(c_extra_desc, extra, offset_m + BLOCK_M, offset_n, EXTRA_M, BLOCK_N, EPILOGUE_SPLIT)
+        elif SPLIT_K > 1:
+            steps = tl.cdiv(k_steps, SPLIT_K)
+            first_step = item % SPLIT_K * steps
+            for k in range(first_step, min(first_step + steps, k_steps)):
+                acc = tl.dot(a_desc.load([offset_m, k * BLOCK_K]), b_desc.load([k * BLOCK_K, offset_n]), acc)
+            out_rows = offset_m + tl.arange(0, BLOCK_M)[:, None]
+            out_columns = offset_n + tl.arange(0, BLOCK_N)[None, :]
+            tl.atomic_add(workspace + out_rows * N + out_columns, acc, mask=(out_rows < M) & (out_columns < N))
         else:
             for k in range(k_steps):
                 acc = tl.dot(a_desc.load([offset_m, k * BLOCK_K]), b_desc.load([k * BLOCK_K, offset_n]), acc)
-        _store_in_slices(c_desc, acc, offset_m, offset_n, BLOCK_M, BLOCK_N, EPILOGUE_SPLIT)
+        if SPLIT_K == 1:
+            _store_in_slices(c_desc, acc, offset_m, offset_n, BLOCK_M, BLOCK_N, EPILOGUE_SPLIT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,6 +151,12 @@ def tall(config: Mapping[str, Any]) -> bool:
     return bool(config.get("TALL", ADDED_PARAMETERS["TALL"]))
 
 
+def splits_k(config: Mapping[str, Any]) -> int:
+    """How many runs of K steps each output tile's sum is split into (1: none); a config recorded before SPLIT_K
+    joined the space lacks it and means `ADDED_PARAMETERS`'s value."""
+    return int(config.get("SPLIT_K", ADDED_PARAMETERS["SPLIT_K"]))
+
+
 def tile_rows(config: Mapping[str, Any]) -> int:
     """Output rows per tile: BLOCK_M, or 1.5 x BLOCK_M for a tall config."""
     return config["BLOCK_M"] * 3 // 2 if tall(config) else config["BLOCK_M"]
@@ -154,7 +174,8 @@ def check_widened(config: Mapping[str, Any]) -> None:
 
 def shared_memory_bytes(config: Mapping[str, Any], element_bytes: int = 2) -> int:
     """The load pipeline's stages plus the output slices staged for the TMA stores (a tall tile's extra rows get a
-    buffer of their own)."""
+    buffer of their own). A split of K stages nothing for stores, but its atomics' layout conversion takes scratch of
+    up to that size (16 KiB for a 128 x 128 tile on 8 warps, none on 4), so the model keeps it as a bound."""
     stage = (tile_rows(config) * config["BLOCK_K"] + config["BLOCK_K"] * tile_columns(config)) * element_bytes
     epilogue = tile_rows(config) * config["BLOCK_N"] // config["EPILOGUE_SPLIT"] * element_bytes
     return config["num_stages"] * stage + epilogue
@@ -178,10 +199,19 @@ def config_space(limits: matmul.DeviceLimits = matmul.HOPPER) -> Space:
         Ordinal("EPILOGUE_SPLIT", (1, 2)),
         Flag("WIDEN"),
         Flag("TALL"),
+        PowerOfTwo("SPLIT_K", 1, 8),
         PowerOfTwo("num_warps", 4, 8),
         IntRange("num_stages", 2, 5),
     ]
     constraints = [
+        Constraint(
+            "split_k_plain",
+            lambda c: splits_k(c) == 1 or (c["PROGRAMS_PER_SM"] == 0 and c["EPILOGUE_SPLIT"] == 1 and not (
+                c["WARP_SPECIALIZE"] or widened(c) or tall(c))),
+            "SPLIT_K > 1 only with a program per tile and split, EPILOGUE_SPLIT=1, and neither WARP_SPECIALIZE, "
+            "WIDEN nor TALL (a split adds into a workspace by atomics, not by the TMA stores these shape; it is for "
+            "shapes with few tiles, where persistent programs have nothing to walk)",
+        ),
         Constraint(
             "shared_memory",
             lambda c: shared_memory_bytes(c) <= limits.shared_memory_bytes,
@@ -235,8 +265,8 @@ def check_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 def make_inputs(shape: tuple[int, ...], dtype: str, device: str | torch.device = "cuda",
                 seed: int = 0) -> matmul.MatmulInputs:
-    """`matmul.make_inputs` for a shape this kernel takes (no split-K workspace: this kernel never splits K)."""
-    return matmul.make_inputs(check_shape(shape), dtype, device, seed, split_k_workspace=False)
+    """`matmul.make_inputs` for a shape this kernel takes, with the fp32 workspace that SPLIT_K > 1 adds into."""
+    return matmul.make_inputs(check_shape(shape), dtype, device, seed)
 
 
 reference = matmul.reference
@@ -253,9 +283,9 @@ def output_tiles(config: Mapping[str, Any], shape: Sequence[int]) -> int:
 
 
 def programs(config: Mapping[str, Any], shape: tuple[int, int, int], sms: int) -> int:
-    """The grid: a program per output tile, or PROGRAMS_PER_SM per multiprocessor when that is fewer."""
-    tiles = output_tiles(config, shape)
-    return tiles if config["PROGRAMS_PER_SM"] == 0 else min(tiles, config["PROGRAMS_PER_SM"] * sms)
+    """The grid: a program per output tile and split of K, or PROGRAMS_PER_SM per multiprocessor when that is fewer."""
+    items = output_tiles(config, shape) * splits_k(config)
+    return items if config["PROGRAMS_PER_SM"] == 0 else min(items, config["PROGRAMS_PER_SM"] * sms)
 
 
 def _launch_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -264,7 +294,7 @@ def _launch_arguments(config: Mapping[str, Any]) -> dict[str, Any]:
         "BLOCK_M": config["BLOCK_M"], "BLOCK_N": config["BLOCK_N"], "BLOCK_K": config["BLOCK_K"],
         "GROUP_M": config["GROUP_M"], "EPILOGUE_SPLIT": config["EPILOGUE_SPLIT"],
         "WARP_SPECIALIZE": config["WARP_SPECIALIZE"], "FLATTEN": config["FLATTEN"],
-        "WIDEN": widened(config), "TALL": tall(config),
+        "WIDEN": widened(config), "TALL": tall(config), "SPLIT_K": splits_k(config),
         "num_warps": config["num_warps"], "num_stages": config["num_stages"],
     }
 
@@ -288,8 +318,14 @@ def _descriptors(config: Mapping[str, Any], a: Any, b: Any, c: Any, shape: tuple
     return a_desc, a_extra_desc, b_desc, b_extra_desc, c_desc, c_extra_desc
 
 
-def _bound_launch(config: Mapping[str, Any], a: torch.Tensor, b: torch.Tensor,
-                  out: torch.Tensor) -> Callable[[], Any]:
+def kernel_arguments(config: Mapping[str, Any], a: Any, b: Any, c: Any, workspace: Any,
+                     shape: tuple[int, int, int]) -> tuple:
+    """The kernel's positional arguments: the descriptors (`_descriptors`), the fp32 workspace and M, N, K."""
+    return (*_descriptors(config, a, b, c, shape), workspace, *shape)
+
+
+def _bound_launch(config: Mapping[str, Any], a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+                  workspace: torch.Tensor) -> Callable[[], Any]:
     """A launch of `config` on these tensors with its descriptors, grid and binary made once. On a GPU it calls the
     compiled kernel straight, past the argument binding and cache lookup that Triton's launch repeats per call; on a
     CPU it is the interpreter's launch with the same arguments."""
@@ -297,20 +333,31 @@ def _bound_launch(config: Mapping[str, Any], a: torch.Tensor, b: torch.Tensor,
         raise ValueError("matmul_tma takes contiguous row-major A, B and C")
     m, k = a.shape
     n = b.shape[1]
-    arguments = _launch_arguments(config)
-    descriptors = _descriptors(config, a, b, out, (m, n, k))
+    if splits_k(config) > 1 and workspace.shape != (m, n):
+        raise ValueError(f"SPLIT_K={splits_k(config)} adds into an fp32 workspace of M x N = {m} x {n}, got "
+                         f"{tuple(workspace.shape)}")
+    options = _launch_arguments(config)
+    arguments = kernel_arguments(config, a, b, out, workspace, (m, n, k))
     grid = (programs(config, (m, n, k), sm_count(a.device)), 1, 1)
     if a.device.type != "cuda":
-        return functools.partial(matmul_tma_kernel[grid], *descriptors, m, n, k, **arguments)
-    compiled = matmul_tma_kernel.warmup(*descriptors, m, n, k, grid=grid, **arguments)
-    values = dict(zip(matmul_tma_kernel.arg_names, (*descriptors, m, n, k)), **arguments)
+        return functools.partial(matmul_tma_kernel[grid], *arguments, **options)
+    compiled = matmul_tma_kernel.warmup(*arguments, grid=grid, **options)
+    values = dict(zip(matmul_tma_kernel.arg_names, arguments), **options)
     return functools.partial(compiled[grid], *(values[name] for name in matmul_tma_kernel.arg_names))
 
 
 def run(config: Mapping[str, Any], inputs: matmul.MatmulInputs) -> torch.Tensor:
-    """Compute inputs.a @ inputs.b into inputs.out with one config. The launch is built on the config's first run on
-    these tensors and kept (`matmul.bound_launch`)."""
-    matmul.bound_launch(inputs, config, lambda: _bound_launch(config, inputs.a, inputs.b, inputs.out))()
+    """Compute inputs.a @ inputs.b into inputs.out with one config; split-K zeroes its workspace before and casts it
+    into the output after, as `matmul.run` does. The launch is built on the config's first run on these tensors and
+    kept (`matmul.bound_launch`)."""
+    launch = matmul.bound_launch(inputs, config, lambda: _bound_launch(config, inputs.a, inputs.b, inputs.out,
+                                                                       inputs.workspace))
+    split = splits_k(config) > 1
+    if split:
+        inputs.workspace.zero_()
+    launch()
+    if split:
+        inputs.out.copy_(inputs.workspace)
     return inputs.out
 
 
@@ -318,8 +365,9 @@ def compile_only(config: Mapping[str, Any], shape: tuple[int, ...], dtype: str) 
     """Compile the config for the shape's specialization without launching it (fills Triton's cache)."""
     m, n, k = check_shape(shape)
     placeholder = torch.empty(8, dtype=matmul.torch_dtype(dtype))  # a descriptor's base: only its dtype compiles in
-    descriptors = _descriptors(config, placeholder, placeholder, placeholder, (m, n, k))
-    return matmul_tma_kernel.warmup(*descriptors, m, n, k, grid=(1,), **_launch_arguments(config))
+    workspace = torch.empty(8, dtype=torch.float32)
+    arguments = kernel_arguments(config, placeholder, placeholder, placeholder, workspace, (m, n, k))
+    return matmul_tma_kernel.warmup(*arguments, grid=(1,), **_launch_arguments(config))
 
 
 def specialization(shape: tuple[int, ...]) -> tuple[bool, bool]:
