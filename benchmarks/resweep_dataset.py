@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from tunebench.collect import build_dataset, dataset_records, read_records, records_after
+from tunebench.kernels import get_kernel
 from tunebench.measure.dataset import Dataset, load_dataset, save_dataset
 
 
@@ -25,9 +26,9 @@ def reswept(dataset: Dataset, records: Sequence[dict]) -> Dataset:
         raise ValueError(f"the re-sweep's shapes must be the dataset's; it measured {shapes}, of which the dataset "
                          f"lacks {missing}")
     other = sorted({name for record in records if record["kind"] == "config" for name in record["config"]}
-                   - set(dataset.parameter_names))
+                   - set(get_kernel(dataset.kernel).config_space().names))
     if other:
-        raise ValueError(f"the re-sweep's configs have parameters {other} that {dataset.kernel}'s lack")
+        raise ValueError(f"the re-sweep's configs have parameters {other} that {dataset.kernel}'s space lacks")
     gpus = {record["provenance"].get("gpu_name") for record in records if record["kind"] == "provenance"}
     if gpus != {dataset.gpu}:
         raise ValueError(f"the re-sweep was measured on {sorted(map(str, gpus))}, the dataset on {dataset.gpu!r}")

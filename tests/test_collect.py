@@ -209,6 +209,11 @@ def test_a_dataset_of_a_space_with_flags_turns_back_into_records_of_its_configs(
     assert records and all(type(r["config"]["WARP_SPECIALIZE"]) is bool for r in records)
     rebuilt = build_dataset("matmul_tma", "bfloat16", dataset_records(dataset))
     pd.testing.assert_frame_equal(rebuilt.measurements, dataset.measurements)
+    # records of configs from before SPLIT_K joined the space mean whole K, as the sweep's own records say
+    before = [dict(r, config={k: v for k, v in r["config"].items() if k != "SPLIT_K"})
+              if r["kind"] == "config" and r["config"]["SPLIT_K"] == 1 else r for r in dataset_records(dataset)]
+    assert any("SPLIT_K" not in r["config"] for r in before if r["kind"] == "config")
+    pd.testing.assert_frame_equal(build_dataset("matmul_tma", "bfloat16", before).measurements, dataset.measurements)
 
 
 def test_provenance_records_invert_the_sittings_summary():

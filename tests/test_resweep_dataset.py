@@ -54,7 +54,7 @@ def test_a_resweep_of_other_shapes_kernels_or_gpus_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"measured on \['H100'\], the dataset on 'stand-in'"):
         resweep_dataset.reswept(dataset, elsewhere)
     flagged = [dict(r, config=dict(r["config"], WIDEN=True)) if r["kind"] == "config" else r for r in records]
-    with pytest.raises(ValueError, match=r"parameters \['WIDEN'\] that matmul's lack"):
+    with pytest.raises(ValueError, match=r"parameters \['WIDEN'\] that matmul's space lacks"):
         resweep_dataset.reswept(dataset, flagged)
     with pytest.raises(SystemExit):
         resweep_dataset.main(["--dataset", str(base), "--resweep", str(other), "--out", str(tmp_path / "x.parquet")])

@@ -265,8 +265,7 @@ def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shap
         if held:
             raise ValueError(f"{len(held)} of the added configs are in the base already at {shape}, e.g. "
                              f"{sorted(held)[0]}")
-    kept = [dict(record, config=complete_config(base.kernel, record["config"])) if record["kind"] == "config"
-            else record for record in dataset_records(base)
+    kept = [record for record in dataset_records(base)
             if record["kind"] == "provenance" or tuple(record["shape"]) in shapes]
     later = [record for record in records if record["kind"] == "provenance" or (
         record["kind"] == "config" and tuple(record["shape"]) in shapes)]
@@ -275,7 +274,8 @@ def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shap
 
 def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, Any]]) -> Dataset:
     """The Dataset of a finished sweep: the last record of each (shape, config) wins. Each row's `sitting` is that of
-    the provenance record last before it (a record that names its own, as `dataset_records` makes, keeps it)."""
+    the provenance record last before it (a record that names its own, as `dataset_records` makes, keeps it). A config
+    recorded before a parameter joined the space means the parameter's old value (`complete_config`)."""
     kernel = get_kernel(kernel_name)
     space = kernel.config_space()
     provenance = sweep_provenance(records)
@@ -298,8 +298,9 @@ def build_dataset(kernel_name: str, dtype: str, records: Sequence[Mapping[str, A
             row["library"] = kernel.VENDOR_LIBRARY
             vendor_rows[shape] = row
         else:
-            row.update(record["config"])
-            triton_rows[(shape, space.key(record["config"]))] = row
+            config = complete_config(kernel_name, record["config"])
+            row.update(config)
+            triton_rows[(shape, space.key(config))] = row
     measurements = pd.DataFrame(list(triton_rows.values()))
     vendor = pd.DataFrame(list(vendor_rows.values()))
     return Dataset(kernel=kernel_name, dtype=dtype, gpu=provenance["gpu_name"], shape_names=kernel.SHAPE_NAMES,
