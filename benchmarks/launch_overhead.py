@@ -47,7 +47,7 @@ def calls_of_shape(folder: Path) -> tuple[dict[str, Callable[[], Any]], list[str
 
     shape = tuple(int(size) for size in folder.name.split("x"))
     inputs = matmul_tma.make_inputs(shape, "bfloat16", seed=0)
-    a, b, c, workspace = inputs.a, inputs.b, inputs.out, inputs.workspace
+    a, b, c = inputs.a, inputs.b, inputs.out
     space = matmul_tma.config_space()
     calls: dict[str, Callable[[], Any]] = {"cublas": lambda: torch.matmul(a, b)}
     notes = []
@@ -56,7 +56,8 @@ def calls_of_shape(folder: Path) -> tuple[dict[str, Callable[[], Any]], list[str
 
         def jit(config: dict[str, Any] = config) -> None:
             matmul_tma.matmul_tma_kernel[(matmul_tma.programs(config, shape, sm_count(a.device)),)](
-                *matmul_tma.kernel_arguments(config, a, b, c, workspace, shape), **matmul_tma._launch_arguments(config))
+                *matmul_tma.kernel_arguments(config, a, b, c, inputs.workspace, inputs.tile_counts, shape),
+                **matmul_tma._launch_arguments(config))
 
         calls[f"{run['run']}:jit"] = jit
         calls[f"{run['run']}:bound"] = lambda config=config: matmul_tma.run(config, inputs)
@@ -83,18 +84,14 @@ def pointer_calls(shape: tuple[int, int, int]) -> tuple[dict[str, Callable[[], A
 
     config = open_dataset(POINTER_DATASET).best_config(shape)
     inputs = matmul.make_inputs(shape, "bfloat16", seed=0)
-    a, b, c, workspace = inputs.a, inputs.b, inputs.out, inputs.workspace
+    a, b, c = inputs.a, inputs.b, inputs.out
     m, n, k = shape
-    target = c if config["SPLIT_K"] == 1 else workspace
 
     def jit() -> None:
-        if config["SPLIT_K"] > 1:
-            target.zero_()
         matmul.matmul_kernel[matmul.grid(config, shape)](
-            a, b, target, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), target.stride(0),
-            target.stride(1), **matmul._launch_arguments(config, matmul.alignment(k), matmul.alignment(n)))
-        if config["SPLIT_K"] > 1:
-            c.copy_(target)
+            a, b, c, inputs.workspace, inputs.tile_counts, m, n, k, a.stride(0), a.stride(1), b.stride(0),
+            b.stride(1), c.stride(0), c.stride(1),
+            **matmul._launch_arguments(config, matmul.alignment(k), matmul.alignment(n)))
 
     name = "best " + ",".join(f"{value}" for value in config.values())
     calls: dict[str, Callable[[], Any]] = {"cublas": lambda: torch.matmul(a, b),

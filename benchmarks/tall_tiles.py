@@ -19,7 +19,7 @@ import torch
 
 from tunebench.kernels import matmul, matmul_tma
 from tunebench.measure.dataset import Dataset, load_dataset
-from tunebench.measure.probe_rounds import Contender, probe_command
+from tunebench.measure.probe_rounds import Contender, checked_contenders, probe_command
 
 REPO = Path(__file__).resolve().parents[1]
 # Each shape's widened sweep: the four prefill-sized layers, and 4096^3 (where cuBLAS runs 128 x 256: no tall tile).
@@ -77,16 +77,7 @@ def contenders(shape: tuple[int, int, int], multiprocessors: int) -> dict[str, C
     runs = {"cuBLAS": lambda: torch.matmul(inputs.a, inputs.b, out=inputs.out),
             "TMA sweep's best": lambda: matmul_tma.run(best, inputs),
             **{config_name(config): functools.partial(matmul_tma.run, config, inputs) for config in CONFIGS}}
-    called: dict[str, Contender] = {}
-    for name, run in runs.items():
-        inputs.out.fill_(float("nan"))
-        try:
-            run()
-            error = matmul.relative_error(inputs.out, expected)
-            called[name] = run if error <= matmul.TOLERANCE["bfloat16"] else f"wrong_result: error {error:.3g}"
-        except Exception as failure:  # noqa: BLE001 (a compile or launch failure is a result to record)
-            called[name] = f"error: {type(failure).__name__}: {str(failure)[:160]}"
-    return called
+    return checked_contenders(runs, inputs.out, expected)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,10 +54,10 @@ def test_the_cpu_compile_is_what_a_launch_compiles(shape, split_k):
 
     config = {**WIDE, "SPLIT_K": split_k}
     inputs = matmul.make_inputs(shape, "bfloat16")
-    a, b = inputs.a, inputs.b
-    target = inputs.out if split_k == 1 else inputs.workspace
+    a, b, out = inputs.a, inputs.b, inputs.out
     launched = matmul.matmul_kernel[matmul.grid(config, shape)](
-        a, b, target, *shape, a.stride(0), a.stride(1), b.stride(0), b.stride(1), target.stride(0), target.stride(1),
+        a, b, out, inputs.workspace, inputs.tile_counts, *shape, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+        out.stride(0), out.stride(1),
         ALIGN_K=matmul.alignment(shape[2]), ALIGN_N=matmul.alignment(shape[1]), **config)
     offline = compile_matmul(config, math.gcd(shape[1], 16), math.gcd(shape[2], 16), "bfloat16")
     assert kernel_facts(launched) == kernel_facts(offline)

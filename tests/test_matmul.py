@@ -127,17 +127,17 @@ WHOLE = {**SPLIT, "SPLIT_K": 1}
 
 
 def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
-    """compile_only must compile the binary that run launches: pointers of the same dtypes (the split-K workspace's
-    fp32), the same integers and the same options, alignment hints included."""
+    """compile_only must compile the binary that run launches: pointers of the same dtypes (C's, the split-K
+    workspace's fp32 and the tile counters' int32), the same integers and the same options, alignment hints included."""
     shape = (5, 40, 52)  # N hinted 8, K hinted 4
     for config in (WHOLE, SPLIT):
         (warm_args, warm_options), (launch_args, launch_options) = compile_and_launch(
             monkeypatch, matmul, "matmul_kernel", config, shape)
         assert warm_options == launch_options
         assert launch_options["ALIGN_N"] == 8 and launch_options["ALIGN_K"] == 4
-        assert list(warm_args[:3]) == [arg.dtype for arg in launch_args[:3]]
-        assert launch_args[2].dtype == (torch.float16 if config["SPLIT_K"] == 1 else torch.float32)
-        assert list(warm_args[3:]) == list(launch_args[3:])
+        assert list(warm_args[:5]) == [arg.dtype for arg in launch_args[:5]]
+        assert [arg.dtype for arg in launch_args[2:5]] == [torch.float16, torch.float32, torch.int32]
+        assert list(warm_args[5:]) == list(launch_args[5:])
 
 
 def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
@@ -148,10 +148,9 @@ def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
     expected = matmul.reference(inputs)
     for _ in range(2):
         inputs.out.fill_(float("nan"))
-        inputs.workspace.fill_(float("nan"))  # split-K zeroes it before every launch
         assert matmul.relative_error(matmul.run(SPLIT, inputs), expected) <= matmul.TOLERANCE["float16"]
     assert len(inputs.launches) == 1
-    inputs.workspace = torch.empty_like(inputs.workspace)
+    inputs.workspace = torch.zeros_like(inputs.workspace)
     assert matmul.relative_error(matmul.run(SPLIT, inputs), expected) <= matmul.TOLERANCE["float16"]
     assert len(inputs.launches) == 2
     inputs.out.fill_(float("nan"))
@@ -159,3 +158,19 @@ def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
     assert [key[-1] for key in inputs.launches] == [tuple(SPLIT.items()), tuple(WHOLE.items())]
     assert [key[3] for key in inputs.launches] == [id(inputs.workspace)] * 2  # the first workspace's was dropped
     assert dataclasses.replace(inputs).launches == {}
+
+
+def test_a_split_leaves_its_workspace_and_counters_zero_and_refuses_others():
+    """Every split-K launch leaves the workspace and the tile counters as it found them, zero, so that the next one
+    needs no zeroing (`split_k`); a split refuses a workspace of another shape."""
+    inputs = matmul.make_inputs((19, 50, 45), "float16", "cpu", seed=1)
+    expected = matmul.reference(inputs)
+    for split_k in (2, 4, 8, 2):  # 8 splits of 45 leave some with no K to add
+        inputs.out.fill_(float("nan"))
+        error = matmul.relative_error(matmul.run({**SPLIT, "SPLIT_K": split_k}, inputs), expected)
+        assert error <= matmul.TOLERANCE["float16"], (split_k, error)
+        assert not inputs.workspace.any() and not inputs.tile_counts.any()
+    inputs.workspace = torch.zeros(19, 49)
+    with pytest.raises(ValueError, match=r"SPLIT_K=2 adds into an fp32 workspace of M x N = 19 x 50, got "
+                                         r"torch.float32 \(19, 49\)"):
+        matmul.run(SPLIT, inputs)

@@ -149,7 +149,9 @@ def test_compile_only_sees_the_launch_that_run_makes(monkeypatch):
         monkeypatch, matmul_tma, "matmul_tma_kernel", dict(SPLIT, SPLIT_K=2), shape)
     assert warm_options == launch_options and launch_options["SPLIT_K"] == 2
     assert [_descriptor_fields(arg) for arg in warm_args] == [_descriptor_fields(arg) for arg in launch_args]
-    assert launch_args[6].dtype == torch.float32 and tuple(launch_args[7:]) == shape  # the workspace, then M, N, K
+    # C, the workspace and the tile counters, then M, N, K
+    assert [arg.dtype for arg in launch_args[6:9]] == [torch.float16, torch.float32, torch.int32]
+    assert tuple(launch_args[9:]) == shape
 
 
 def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
@@ -172,11 +174,18 @@ def test_run_builds_a_launch_once_per_config_and_tensors(monkeypatch):
     assert dataclasses.replace(inputs).launches == {}
 
 
-def test_inputs_have_the_split_k_workspace_and_a_split_refuses_another():
+def test_inputs_have_the_split_k_buffers_and_a_split_refuses_others():
     inputs = matmul_tma.make_inputs((4, 8, 8), "float16", "cpu")
     assert inputs.workspace.shape == (4, 8) and inputs.workspace.dtype == torch.float32
+    assert inputs.tile_counts.dtype == torch.int32 and not inputs.workspace.any() and not inputs.tile_counts.any()
+    kept = inputs.tile_counts
     inputs.workspace = torch.empty(0)
-    with pytest.raises(ValueError, match=r"SPLIT_K=2 adds into an fp32 workspace of M x N = 4 x 8, got \(0,\)"):
+    with pytest.raises(ValueError, match=r"SPLIT_K=2 adds into an fp32 workspace of M x N = 4 x 8, got "
+                                         r"torch.float32 \(0,\)"):
+        matmul_tma.run(dict(SPLIT, SPLIT_K=2), inputs)
+    inputs.workspace, inputs.tile_counts = torch.zeros(4, 8), kept.to(torch.int64)
+    with pytest.raises(ValueError, match=r"SPLIT_K=2 counts splits per tile in at least 1 int32 counters for M x N = "
+                                         r"4 x 8, got torch.int64 of 1"):
         matmul_tma.run(dict(SPLIT, SPLIT_K=2), inputs)
 
 
@@ -251,8 +260,8 @@ def test_gpu_compile_only_builds_the_binary_that_run_launches_for_any_m():
     assert compiled.hash == matmul_tma.compile_only(config, (4096, 1000, 520), "bfloat16").hash
     inputs = matmul_tma.make_inputs(shape, "bfloat16", "cuda")
     launched = matmul_tma.matmul_tma_kernel[(1,)](
-        *matmul_tma._descriptors(config, inputs.a, inputs.b, inputs.out, shape), *shape,
-        **matmul_tma._launch_arguments(config))
+        *matmul_tma.kernel_arguments(config, inputs.a, inputs.b, inputs.out, inputs.workspace, inputs.tile_counts,
+                                     shape), **matmul_tma._launch_arguments(config))
     assert launched.hash == compiled.hash
 
 

@@ -17,6 +17,7 @@ import triton.language as tl
 
 from tunebench.kernels import numerics
 from tunebench.kernels.alignment import alignment
+from tunebench.kernels.split_k import add_split, check_split_buffers, tile_counters
 from tunebench.space import Constraint, IntRange, Ordinal, PowerOfTwo, Space
 
 NAME = "matmul"
@@ -24,7 +25,8 @@ SHAPE_NAMES = ("M", "N", "K")
 DTYPES = ("bfloat16", "float16")
 VENDOR_LIBRARY = "torch.matmul (cuBLAS)"
 LAUNCH_PARAMETERS: tuple[str, ...] = ()  # every parameter is a constexpr or a compile option (SPLIT_K both)
-SOURCE_MODULES = ("tunebench.kernels.alignment",)  # other modules its binaries are built from (see kernel_source_files)
+# Other modules its binaries are built from (see kernel_source_files).
+SOURCE_MODULES = ("tunebench.kernels.alignment", "tunebench.kernels.split_k")
 # Bound launches `run` keeps per inputs (`bound_launch`): a search's recent configs, not every config a sweep runs.
 LAUNCHES_KEPT = 64
 # The recorded dataset's shapes. N and K come from real models: 4096 and 14336 (Llama-3-8B hidden and MLP),
@@ -425,7 +427,7 @@ TOLERANCE = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 1e-4}
 # so that rows of 5000 bf16 elements still load as 16-byte vectors and stream through the software pipeline.
 @triton.jit(do_not_specialize=["M"])
 def matmul_kernel(
-    a_ptr, b_ptr, c_ptr,
+    a_ptr, b_ptr, c_ptr, workspace_ptr, tile_counts_ptr,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -475,9 +477,9 @@ def matmul_kernel(
     c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     if SPLIT_K == 1:
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
-    else:
-        # Split-K partial sums meet in an fp32 workspace; the wrapper zeroes it and casts it.
-        tl.atomic_add(c_ptrs, acc, mask=c_mask)
+    else:  # partial sums meet in the fp32 workspace (M x N, contiguous); the tile's last split stores C
+        workspace_ptrs = workspace_ptr + offs_cm[:, None] * N + offs_cn[None, :]
+        add_split(acc, workspace_ptrs, c_ptrs, c_mask, tile_counts_ptr + pid, SPLIT_K)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -551,12 +553,15 @@ def config_space(limits: DeviceLimits = HOPPER) -> Space:
 
 @dataclass
 class MatmulInputs:
-    """Operands, the output and the split-K workspace of one problem, allocated once."""
+    """Operands, the output, and the split-K workspace and tile counters of one problem, allocated once."""
 
     a: torch.Tensor
     b: torch.Tensor
     out: torch.Tensor
-    workspace: torch.Tensor  # fp32 M x N, used only when SPLIT_K > 1
+    # Used only when SPLIT_K > 1: fp32 M x N and int32 counters (`split_k.tile_counters`), zero when allocated and
+    # left zero by every launch.
+    workspace: torch.Tensor
+    tile_counts: torch.Tensor
     # Launches bound to these tensors, built on a config's first run and kept with them (`bound_launch`): a
     # kernel's host-side set-up is paid once, not on every call. A copy (dataclasses.replace) starts empty.
     launches: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -566,7 +571,8 @@ def bound_launch(inputs: MatmulInputs, config: Mapping[str, Any], build: Callabl
                  ) -> Callable[[], Any]:
     """The launch of `config` on `inputs`' tensors: `build()`'s on the config's first run on them, kept in
     `inputs.launches` (the LAUNCHES_KEPT latest) and reused while the tensors stay the same objects."""
-    key = (id(inputs.a), id(inputs.b), id(inputs.out), id(inputs.workspace), tuple(config.items()))
+    key = (id(inputs.a), id(inputs.b), id(inputs.out), id(inputs.workspace), id(inputs.tile_counts),
+           tuple(config.items()))
     launch = inputs.launches.get(key)
     if launch is None:
         launch = build()
@@ -596,8 +602,8 @@ def make_inputs(shape: tuple[int, ...], dtype: str, device: str | torch.device =
                 split_k_workspace: bool = True) -> MatmulInputs:
     """Random normal operands (never zeros: they hide unwritten outputs and run unrealistically fast).
 
-    B is scaled by 1/sqrt(K) so outputs stay near unit scale at every K. Without `split_k_workspace` the workspace is
-    empty (for kernels that never split K).
+    B is scaled by 1/sqrt(K) so outputs stay near unit scale at every K. Without `split_k_workspace` the workspace and
+    the tile counters are empty (for kernels that never split K).
     """
     m, n, k = check_shape(shape)
     generator = torch.Generator(device="cpu").manual_seed(seed)
@@ -605,8 +611,11 @@ def make_inputs(shape: tuple[int, ...], dtype: str, device: str | torch.device =
     a = torch.randn((m, k), generator=generator).to(device=device, dtype=element)
     b = (torch.randn((k, n), generator=generator) / math.sqrt(k)).to(device=device, dtype=element)
     out = torch.empty((m, n), device=device, dtype=element)
-    workspace = torch.empty((m, n) if split_k_workspace else (0,), device=device, dtype=torch.float32)
-    return MatmulInputs(a, b, out, workspace)
+    if split_k_workspace:
+        return MatmulInputs(a, b, out, torch.zeros((m, n), device=device, dtype=torch.float32),
+                            tile_counters(m, n, device))
+    return MatmulInputs(a, b, out, torch.empty(0, device=device, dtype=torch.float32),
+                        torch.empty(0, device=device, dtype=torch.int32))
 
 
 def reference(inputs: MatmulInputs) -> torch.Tensor:
@@ -650,16 +659,18 @@ def _launch_arguments(config: Mapping[str, Any], align_k: int, align_n: int) -> 
     }
 
 
-def _bound_launch(config: Mapping[str, Any], a: torch.Tensor, b: torch.Tensor,
-                  target: torch.Tensor) -> Callable[[], Any]:
-    """A launch of `config` on these tensors with its arguments, grid and binary made once. On a GPU it calls the
+def _bound_launch(config: Mapping[str, Any], inputs: MatmulInputs) -> Callable[[], Any]:
+    """A launch of `config` on `inputs`' tensors with its arguments, grid and binary made once. On a GPU it calls the
     compiled kernel straight, past the argument binding and cache lookup that Triton's launch repeats per call; on a
     CPU it is the interpreter's launch with the same arguments."""
+    a, b, out = inputs.a, inputs.b, inputs.out
     m, k = a.shape
     n = b.shape[1]
-    arguments = (a, b, target, m, n, k,
-                 a.stride(0), a.stride(1), b.stride(0), b.stride(1), target.stride(0), target.stride(1))
-    options = _launch_arguments(config, alignment(k, a.stride(0)), alignment(n, b.stride(0), target.stride(0)))
+    if config["SPLIT_K"] > 1:
+        check_split_buffers(inputs.workspace, inputs.tile_counts, m, n, config["SPLIT_K"])
+    arguments = (a, b, out, inputs.workspace, inputs.tile_counts, m, n, k,
+                 a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
+    options = _launch_arguments(config, alignment(k, a.stride(0)), alignment(n, b.stride(0), out.stride(0)))
     launch_grid = (*grid(config, (m, n, k)), 1)
     if a.device.type != "cuda":
         return functools.partial(matmul_kernel[launch_grid], *arguments, **options)
@@ -669,16 +680,9 @@ def _bound_launch(config: Mapping[str, Any], a: torch.Tensor, b: torch.Tensor,
 
 
 def run(config: Mapping[str, Any], inputs: MatmulInputs) -> torch.Tensor:
-    """Compute inputs.a @ inputs.b into inputs.out with one config; split-K zeroes and casts its workspace. The
+    """Compute inputs.a @ inputs.b into inputs.out with one config, in one launch (split-K's too: `split_k`). The
     launch is built on the config's first run on these tensors and kept (`bound_launch`)."""
-    split = config["SPLIT_K"] > 1
-    target = inputs.workspace if split else inputs.out
-    launch = bound_launch(inputs, config, lambda: _bound_launch(config, inputs.a, inputs.b, target))
-    if split:
-        target.zero_()
-    launch()
-    if split:
-        inputs.out.copy_(target)
+    bound_launch(inputs, config, lambda: _bound_launch(config, inputs))()
     return inputs.out
 
 
@@ -691,10 +695,8 @@ def compile_only(config: Mapping[str, Any], shape: tuple[int, ...], dtype: str) 
     """Compile the config for the shape's specialization without launching it (fills Triton's cache)."""
     m, n, k = check_shape(shape)
     element = torch_dtype(dtype)
-    split_k = config["SPLIT_K"]
-    out_dtype = element if split_k == 1 else torch.float32
     return matmul_kernel.warmup(
-        element, element, out_dtype, m, n, k, k, 1, n, 1, n, 1,
+        element, element, element, torch.float32, torch.int32, m, n, k, k, 1, n, 1, n, 1,
         grid=grid(config, (m, n, k)), **_launch_arguments(config, alignment(k), alignment(n)),
     )
 

@@ -16,6 +16,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tunebench.kernels import matmul
+from tunebench.kernels.split_k import add_split, check_split_buffers
 from tunebench.kernels.rowwise import sm_count
 from tunebench.space import Constraint, Flag, IntRange, Ordinal, PowerOfTwo, Space
 
@@ -25,6 +26,7 @@ DTYPES = matmul.DTYPES
 VENDOR_LIBRARY = matmul.VENDOR_LIBRARY
 TOLERANCE = matmul.TOLERANCE
 LAUNCH_PARAMETERS = ("PROGRAMS_PER_SM",)  # sizes the grid only (see `programs`)
+SOURCE_MODULES = ("tunebench.kernels.split_k",)  # other modules its binaries are built from (see kernel_source_files)
 # wgmma reads both operands from shared memory, so a thread's registers can hold more accumulator than `matmul`'s
 # (limits.accumulator_registers_per_thread, 128). A widened 128 x 192 tile on 4 warps holds 192 and ran at 0.98x cuBLAS
 # on an H200 (docs/tma_gemm.md); every other tile's count is a power of two, so the higher limit adds widened and tall
@@ -71,11 +73,12 @@ def _store_in_slices(c_desc, block, offset_m, offset_n, ROWS: tl.constexpr, COLU
 # second row block of BLOCK_M / 2 below the first instead, with a dot of its own on the same B tile: 192 x 128 is the
 # tile cuBLAS runs at 768 x 4096 x 14336 (4 x 32 = 128 tiles), where it ran at 1.01x cuBLAS on an H200
 # (docs/tma_gemm.md). Its extra rows are stored in the same column slices as the first block's. With SPLIT_K > 1 a
-# program takes one of a tile's SPLIT_K runs of K steps and adds its partial sum into the fp32 workspace (M x N,
-# zeroed before and cast into C after, by `run`) with atomics; TMA stores and the options that shape them do not apply.
+# program takes one of a tile's SPLIT_K runs of K steps and adds its partial sum into the fp32 workspace (M x N) with
+# atomics, and the tile's last split stores C (`split_k.add_split`); TMA stores and the options that shape them do not
+# apply.
 @triton.jit(do_not_specialize=["M"])
 def matmul_tma_kernel(
-    a_desc, a_extra_desc, b_desc, b_extra_desc, c_desc, c_extra_desc, workspace,
+    a_desc, a_extra_desc, b_desc, b_extra_desc, c_desc, c_extra_desc, c, workspace, tile_counts,
     M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr, WIDEN: tl.constexpr,
@@ -116,7 +119,8 @@ def matmul_tma_kernel(
                 acc = tl.dot(a_desc.load([offset_m, k * BLOCK_K]), b_desc.load([k * BLOCK_K, offset_n]), acc)
             out_rows = offset_m + tl.arange(0, BLOCK_M)[:, None]
             out_columns = offset_n + tl.arange(0, BLOCK_N)[None, :]
-            tl.atomic_add(workspace + out_rows * N + out_columns, acc, mask=(out_rows < M) & (out_columns < N))
+            add_split(acc, workspace + out_rows * N + out_columns, c + out_rows * N + out_columns,
+                      (out_rows < M) & (out_columns < N), tile_counts + tile, SPLIT_K)
         else:
             for k in range(k_steps):
                 acc = tl.dot(a_desc.load([offset_m, k * BLOCK_K]), b_desc.load([k * BLOCK_K, offset_n]), acc)
@@ -265,7 +269,7 @@ def check_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 def make_inputs(shape: tuple[int, ...], dtype: str, device: str | torch.device = "cuda",
                 seed: int = 0) -> matmul.MatmulInputs:
-    """`matmul.make_inputs` for a shape this kernel takes, with the fp32 workspace that SPLIT_K > 1 adds into."""
+    """`matmul.make_inputs` for a shape this kernel takes, with the workspace and counters that SPLIT_K > 1 uses."""
     return matmul.make_inputs(check_shape(shape), dtype, device, seed)
 
 
@@ -318,26 +322,26 @@ def _descriptors(config: Mapping[str, Any], a: Any, b: Any, c: Any, shape: tuple
     return a_desc, a_extra_desc, b_desc, b_extra_desc, c_desc, c_extra_desc
 
 
-def kernel_arguments(config: Mapping[str, Any], a: Any, b: Any, c: Any, workspace: Any,
+def kernel_arguments(config: Mapping[str, Any], a: Any, b: Any, c: Any, workspace: Any, tile_counts: Any,
                      shape: tuple[int, int, int]) -> tuple:
-    """The kernel's positional arguments: the descriptors (`_descriptors`), the fp32 workspace and M, N, K."""
-    return (*_descriptors(config, a, b, c, shape), workspace, *shape)
+    """The kernel's positional arguments: the descriptors (`_descriptors`); C, the fp32 workspace and the tile
+    counters, which a split of K uses (`split_k.add_split`); and M, N, K."""
+    return (*_descriptors(config, a, b, c, shape), c, workspace, tile_counts, *shape)
 
 
-def _bound_launch(config: Mapping[str, Any], a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
-                  workspace: torch.Tensor) -> Callable[[], Any]:
+def _bound_launch(config: Mapping[str, Any], inputs: matmul.MatmulInputs) -> Callable[[], Any]:
     """A launch of `config` on these tensors with its descriptors, grid and binary made once. On a GPU it calls the
     compiled kernel straight, past the argument binding and cache lookup that Triton's launch repeats per call; on a
     CPU it is the interpreter's launch with the same arguments."""
+    a, b, out = inputs.a, inputs.b, inputs.out
     if not (a.is_contiguous() and b.is_contiguous() and out.is_contiguous()):
         raise ValueError("matmul_tma takes contiguous row-major A, B and C")
     m, k = a.shape
     n = b.shape[1]
-    if splits_k(config) > 1 and workspace.shape != (m, n):
-        raise ValueError(f"SPLIT_K={splits_k(config)} adds into an fp32 workspace of M x N = {m} x {n}, got "
-                         f"{tuple(workspace.shape)}")
+    if splits_k(config) > 1:
+        check_split_buffers(inputs.workspace, inputs.tile_counts, m, n, splits_k(config))
     options = _launch_arguments(config)
-    arguments = kernel_arguments(config, a, b, out, workspace, (m, n, k))
+    arguments = kernel_arguments(config, a, b, out, inputs.workspace, inputs.tile_counts, (m, n, k))
     grid = (programs(config, (m, n, k), sm_count(a.device)), 1, 1)
     if a.device.type != "cuda":
         return functools.partial(matmul_tma_kernel[grid], *arguments, **options)
@@ -347,17 +351,9 @@ def _bound_launch(config: Mapping[str, Any], a: torch.Tensor, b: torch.Tensor, o
 
 
 def run(config: Mapping[str, Any], inputs: matmul.MatmulInputs) -> torch.Tensor:
-    """Compute inputs.a @ inputs.b into inputs.out with one config; split-K zeroes its workspace before and casts it
-    into the output after, as `matmul.run` does. The launch is built on the config's first run on these tensors and
-    kept (`matmul.bound_launch`)."""
-    launch = matmul.bound_launch(inputs, config, lambda: _bound_launch(config, inputs.a, inputs.b, inputs.out,
-                                                                       inputs.workspace))
-    split = splits_k(config) > 1
-    if split:
-        inputs.workspace.zero_()
-    launch()
-    if split:
-        inputs.out.copy_(inputs.workspace)
+    """Compute inputs.a @ inputs.b into inputs.out with one config, in one launch (split-K's too: `split_k`). The
+    launch is built on the config's first run on these tensors and kept (`matmul.bound_launch`)."""
+    matmul.bound_launch(inputs, config, lambda: _bound_launch(config, inputs))()
     return inputs.out
 
 
@@ -365,8 +361,8 @@ def compile_only(config: Mapping[str, Any], shape: tuple[int, ...], dtype: str) 
     """Compile the config for the shape's specialization without launching it (fills Triton's cache)."""
     m, n, k = check_shape(shape)
     placeholder = torch.empty(8, dtype=matmul.torch_dtype(dtype))  # a descriptor's base: only its dtype compiles in
-    workspace = torch.empty(8, dtype=torch.float32)
-    arguments = kernel_arguments(config, placeholder, placeholder, placeholder, workspace, (m, n, k))
+    workspace, tile_counts = torch.empty(8, dtype=torch.float32), torch.empty(8, dtype=torch.int32)
+    arguments = kernel_arguments(config, placeholder, placeholder, placeholder, workspace, tile_counts, (m, n, k))
     return matmul_tma_kernel.warmup(*arguments, grid=(1,), **_launch_arguments(config))
 
 

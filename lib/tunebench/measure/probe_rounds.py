@@ -11,7 +11,7 @@ import random
 import statistics
 import sys
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 import pandas as pd
 
@@ -20,6 +20,23 @@ from tunebench.tables import markdown_table
 
 # A contender is a callable to time, or the status (a string) of one that failed its check and is recorded untimed.
 Contender = Union[Callable[[], object], str]
+
+
+def checked_contenders(runs: Mapping[str, Callable[[], object]], output: Any, expected: Any) -> dict[str, Contender]:
+    """Each GEMM run once, into `output` (NaN-filled first), checked against `expected`: the run itself where its
+    relative error is within the bf16 tolerance, else a status ("wrong_result: ..." or the compile or launch error)."""
+    from tunebench.kernels import matmul
+
+    called: dict[str, Contender] = {}
+    for name, run in runs.items():
+        output.fill_(float("nan"))
+        try:
+            run()
+            error = matmul.relative_error(output, expected)
+            called[name] = run if error <= matmul.TOLERANCE["bfloat16"] else f"wrong_result: error {error:.3g}"
+        except Exception as failure:  # noqa: BLE001 (a compile or launch failure is a result to record)
+            called[name] = f"error: {type(failure).__name__}: {str(failure)[:160]}"
+    return called
 
 
 def time_contenders(shapes: Iterable[tuple[int, int, int]],

@@ -36,6 +36,7 @@ DIVISIBILITIES = (16, 8, 4, 2, 1)  # what the compiler may know of N or K: gcd(v
 CLASSES = tuple(itertools.product(DIVISIBILITIES, DIVISIBILITIES))  # (N divisibility, K divisibility)
 CLASS_COLUMNS = ("N_divisibility", "K_divisibility")
 POINTER_TYPES = {"bfloat16": "*bf16", "float16": "*fp16"}
+SPLIT_K_POINTER_TYPES = {"workspace_ptr": "*fp32", "tile_counts_ptr": "*i32"}
 # Per-thread counts of these PTX instructions in the compiled kernel (static counts, not executed ones).
 INSTRUCTIONS = {
     "wgmma": r"\bwgmma\.mma_async\b",  # Hopper warpgroup MMA
@@ -59,8 +60,8 @@ def divisibility(values: np.ndarray) -> np.ndarray:
 def compile_matmul(config: Mapping[str, Any], n_divisibility: int, k_divisibility: int, dtype: str = "bfloat16",
                    capability: int = 90) -> Any:
     """The GEMM compiled for `capability` (90: Hopper) as `matmul.run` launches it on N and K of these
-    divisibilities (see `divisibility`): the operand pointers 16-byte aligned, the split-K workspace fp32, M
-    unspecialized, the alignment hints set."""
+    divisibilities (see `divisibility`): the pointers 16-byte aligned (split-K's workspace fp32 and its tile counters
+    int32), M unspecialized, the alignment hints set."""
     if dtype not in POINTER_TYPES:
         raise ValueError(f"unsupported dtype {dtype!r}; compiled resources cover {', '.join(POINTER_TYPES)}")
     if n_divisibility not in DIVISIBILITIES or k_divisibility not in DIVISIBILITIES:
@@ -74,9 +75,11 @@ def compile_matmul(config: Mapping[str, Any], n_divisibility: int, k_divisibilit
     for index, name in enumerate(matmul.matmul_kernel.arg_names):
         if name in constants:
             signature[name] = "constexpr"
+        elif name in SPLIT_K_POINTER_TYPES:
+            signature[name] = SPLIT_K_POINTER_TYPES[name]
+            attributes[(index,)] = [["tt.divisibility", DIVISOR]]
         elif index < 3:
-            fp32_output = name == "c_ptr" and constants["SPLIT_K"] > 1
-            signature[name] = "*fp32" if fp32_output else POINTER_TYPES[dtype]
+            signature[name] = POINTER_TYPES[dtype]
             attributes[(index,)] = [["tt.divisibility", DIVISOR]]
         else:
             signature[name] = "i32"

@@ -328,7 +328,8 @@ def _fill(matrix: np.ndarray, shapes: np.ndarray, divisibilities: np.ndarray, ti
         occupancy_waves = programs / (sm_count * programs_per_sm)
         # Multiply-adds the tiles compute (padded M, N; K rounded up to whole iterations) over those the problem needs.
         padded = (tiles_m * block_m) * (tiles_n * block_n) * (k_iterations * block_k * split_k)
-        # Split-K adds an fp32 workspace: zeroed, atomically accumulated by every split, read and cast back.
+        # Split-K adds an fp32 workspace: every split adds into it atomically, and it is read once and zeroed once
+        # (by the tile's last split since stop 91, by launches of their own before), besides C's store.
         split_k_bytes = m * n * 4 * (split_k + 2) + m * n * element_bytes if split_k > 1 else 0.0
         # Load instructions: A's rows are K apart and B's and C's N apart, so each moves as many elements per access
         # as the compiler knows that divisible by, up to VECTOR_BYTES; per thread per K iteration, per program (with

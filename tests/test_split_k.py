@@ -1,0 +1,105 @@
+"""Split-K in one launch (`tunebench.kernels.split_k`), and the benchmarks that time it against the three launches
+before and launch it again and again (benchmarks/split_k_epilogue.py, benchmarks/split_k_stress.py)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from tunebench.kernels import get_kernel, matmul, split_k
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import split_k_epilogue  # noqa: E402
+import split_k_stress  # noqa: E402
+
+# Configs that an H100 sweep found wrong at 72 x 1280 x 8192 before the last split waited for every thread's reads
+# before zeroing the workspace (results/split_k_epilogue/stress_cases.json); one missed in 88 of 100 launches.
+RACED = [
+    ("matmul_tma", dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, PROGRAMS_PER_SM=0, WARP_SPECIALIZE=False,
+                        FLATTEN=False, EPILOGUE_SPLIT=1, WIDEN=False, TALL=False, SPLIT_K=8, num_warps=4,
+                        num_stages=5)),
+    ("matmul", dict(BLOCK_M=32, BLOCK_N=64, BLOCK_K=64, GROUP_M=1, SPLIT_K=8, num_warps=4, num_stages=2)),
+]
+
+
+def test_tile_counters_cover_any_configs_tiles_and_start_at_zero():
+    counts = split_k.tile_counters(72, 1280, "cpu")
+    assert counts.dtype == torch.int32 and counts.numel() == 5 * 80 and not counts.any()
+    split_k.check_split_buffers(torch.zeros(72, 1280), counts, 72, 1280, 4)
+    with pytest.raises(ValueError, match=r"SPLIT_K=4 counts splits per tile in at least 400 int32 counters for "
+                                         r"M x N = 72 x 1280, got torch.int32 of 399"):
+        split_k.check_split_buffers(torch.zeros(72, 1280), counts[:399], 72, 1280, 4)
+    with pytest.raises(ValueError, match=r"adds into an fp32 workspace of M x N = 72 x 1280, got torch.float16"):
+        split_k.check_split_buffers(torch.zeros(72, 1280, dtype=torch.float16), counts, 72, 1280, 4)
+
+
+def test_inputs_without_a_workspace_refuse_a_split():
+    inputs = matmul.make_inputs((4, 32, 64), "float16", "cpu", split_k_workspace=False)
+    assert inputs.workspace.numel() == 0 and inputs.tile_counts.numel() == 0
+    with pytest.raises(ValueError, match=r"SPLIT_K=2 adds into an fp32 workspace of M x N = 4 x 32"):
+        matmul.run({"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 1, "SPLIT_K": 2, "num_warps": 4,
+                    "num_stages": 2}, inputs)
+
+
+def timings() -> pd.DataFrame:
+    """Two rounds at one shape: cuBLAS, a pointer split config both ways and an unsplit one; one failed check."""
+    rows = []
+    for round_index, scale in ((0, 1.0), (1, 1.1)):
+        for name, ms in (("cuBLAS", 0.012), ("matmul #0 split 8: one launch", 0.010),
+                         ("matmul #0 split 8: three launches (stop 90)", 0.015), ("matmul #40 unsplit", 0.020)):
+            rows.append({"shape": "2x712x4648", "name": name, "round": round_index, "status": "ok",
+                         "latency_ms": ms * scale, "gpu": "H100"})
+    rows.append({"shape": "2x712x4648", "name": "matmul #1 split 4: one launch", "round": 0,
+                 "status": "wrong_result: error 0.03", "latency_ms": float("nan"), "gpu": "H100"})
+    return pd.DataFrame(rows)
+
+
+def test_the_epilogue_tables_compare_launches_and_families_with_cublas():
+    launches = split_k_epilogue.launches_table(timings())
+    assert launches.to_dict("records") == [{"shape": "2x712x4648", "config": "matmul #0 split 8",
+                                            "one launch ms": 0.0105, "three launches ms": 0.0158,
+                                            "three / one": 1.5}]
+    family = split_k_epilogue.family_table(timings()).iloc[0]
+    assert family["family"] == "matmul" and family["cuBLAS ms"] == 0.0126
+    assert (family["split, one launch vs cuBLAS"], family["split, three launches vs cuBLAS"],
+            family["unsplit vs cuBLAS"]) == (1.2, 0.8, 0.6)
+    summary = split_k_epilogue.summary(timings(), "the command", "the code")
+    assert "One launch, as timed: the code." in summary and "wrong_result: error 0.03" in summary
+
+
+def test_contender_names_say_the_split_and_the_way_it_ran():
+    row = {"family": "matmul_tma", "rank": 3}
+    assert split_k_epilogue.contender_name(row, {"SPLIT_K": 4}, split_k_epilogue.ONE) == "matmul_tma #3 split 4: " \
+                                                                                        "one launch"
+    assert split_k_epilogue.contender_name(row, {"SPLIT_K": 1}, split_k_epilogue.THREE) == "matmul_tma #3 unsplit"
+
+
+def test_the_stress_takes_the_cases_then_the_plans_split_configs(tmp_path):
+    cases, plan = tmp_path / "cases.json", tmp_path / "plan.csv"
+    cases.write_text(json.dumps([{"kernel": "matmul", "shape": [72, 1280, 8192], "config": RACED[1][1]}]))
+    pd.DataFrame([{"M": 2, "N": 712, "K": 4648, "family": "matmul", "rank": rank, "recorded_ms": 0.01,
+                   "config": json.dumps(dict(RACED[1][1], SPLIT_K=split))} for rank, split in ((0, 8), (9, 1))]
+                 ).to_csv(plan, index=False)
+    chosen = split_k_stress.stress_cases(cases, plan)
+    assert [(case["shape"], case["config"]["SPLIT_K"]) for case in chosen] == [([72, 1280, 8192], 8),
+                                                                                ([2, 712, 4648], 8)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel_name, config", RACED)
+def test_gpu_every_launch_of_a_split_is_right(kernel_name, config):
+    """The same inputs launched 50 times, every output checked: a race between splits, or a counter or workspace
+    left unclean, shows as a wrong output (results/split_k_epilogue/stress_*.txt)."""
+    kernel = get_kernel(kernel_name)
+    inputs = kernel.make_inputs((72, 1280, 8192), "bfloat16", "cuda", seed=3)
+    expected = matmul.reference(inputs)
+    errors = []
+    for _ in range(50):
+        inputs.out.fill_(float("nan"))
+        kernel.run(config, inputs)
+        errors.append(matmul.relative_error(inputs.out, expected))
+    assert max(errors) <= matmul.TOLERANCE["bfloat16"], errors
+    assert not inputs.workspace.any() and not inputs.tile_counts.any()
