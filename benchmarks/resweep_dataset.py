@@ -1,9 +1,9 @@
-"""A recorded dataset with some of its shapes swept again: the re-sweep's rows replace the earlier rows of its shapes,
-each naming its own sitting, listed after the dataset's (`tunebench.collect.records_after`).
+"""A recorded dataset with some of its shapes swept again: the re-sweep's rows replace the earlier rows of its shapes
+and configs, each naming its own sitting, listed after the dataset's (`tunebench.collect.records_after`).
 
 `.venv/bin/python benchmarks/resweep_dataset.py --dataset D.parquet --resweep R.parquet --out OUT.parquet` (R: the
-re-sweep's dataset or journal). Refused: a re-swept shape the dataset lacks, another kernel's configs, or a re-sweep
-on another GPU model.
+re-sweep's dataset or journal; `--only-reswept` keeps the re-swept shapes alone). Refused: a re-swept shape the dataset
+lacks, another kernel's configs, or a re-sweep on another GPU model.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from tunebench.kernels import get_kernel
 from tunebench.measure.dataset import Dataset, load_dataset, save_dataset
 
 
-def reswept(dataset: Dataset, records: Sequence[dict]) -> Dataset:
-    """`dataset` with the shapes that `records` (a later sitting's, journal or dataset) measured replaced by them."""
+def reswept(dataset: Dataset, records: Sequence[dict], only_reswept: bool = False) -> Dataset:
+    """`dataset` with each (shape, config) that `records` (a later sitting's, journal or dataset) measured replaced
+    by theirs, and its vendor rows of those shapes too; with `only_reswept`, the re-swept shapes alone."""
     shapes = sorted({tuple(record["shape"]) for record in records if record["kind"] == "config"})
     missing = sorted(set(shapes) - set(dataset.shapes()))
     if not shapes or missing:
@@ -32,7 +33,8 @@ def reswept(dataset: Dataset, records: Sequence[dict]) -> Dataset:
     gpus = {record["provenance"].get("gpu_name") for record in records if record["kind"] == "provenance"}
     if gpus != {dataset.gpu}:
         raise ValueError(f"the re-sweep was measured on {sorted(map(str, gpus))}, the dataset on {dataset.gpu!r}")
-    return build_dataset(dataset.kernel, dataset.dtype, records_after(dataset_records(dataset), records))
+    base = dataset.with_shapes(shapes) if only_reswept else dataset
+    return build_dataset(dataset.kernel, dataset.dtype, records_after(dataset_records(base), records))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,10 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--resweep", type=Path, required=True, help="the re-sweep's dataset (.parquet) or journal")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--only-reswept", action="store_true",
+                        help="keep the re-swept shapes alone (their configs the re-sweep left out stay as they were)")
     args = parser.parse_args(argv)
     records = read_records(args.resweep)
     try:
-        result = reswept(load_dataset(args.dataset), records)
+        result = reswept(load_dataset(args.dataset), records, args.only_reswept)
     except ValueError as error:
         parser.error(str(error))
     args.out.parent.mkdir(parents=True, exist_ok=True)

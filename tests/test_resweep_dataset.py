@@ -42,6 +42,32 @@ def test_the_reswept_shape_replaces_its_rows_and_names_its_sitting(tmp_path, cap
     assert len(swapped.provenance["sittings"]) == 2 and sorted(swapped.vendor["sitting"]) == [0, 1]
 
 
+def test_only_reswept_keeps_the_reswept_shapes_and_the_configs_the_resweep_left_out(tmp_path, capsys):
+    base, again, out = tmp_path / "base.parquet", tmp_path / "again.parquet", tmp_path / "only.parquet"
+    assert sweep("matmul", "bfloat16", SHAPES, base, limit_configs=5, make_bench=FirstSitting)
+    two = load_dataset(base).configs(SHAPES[0])[:2]
+    assert sweep("matmul", "bfloat16", SHAPES[:1], again, configs=two, make_bench=SecondSitting)
+    assert resweep_dataset.main(["--dataset", str(base), "--resweep", str(again), "--out", str(out),
+                                 "--only-reswept"]) == 0
+    assert "5 rows; 1 of its 1 shapes swept again (2 sittings in all)" in capsys.readouterr().out
+    rows = load_dataset(out).measurements
+    assert sorted(set(zip(rows["M"], rows["N"], rows["K"]))) == SHAPES[:1]
+    assert sorted(rows["sitting"]) == [0, 0, 0, 1, 1]  # two configs swept again, three kept from the base
+    again_ms = sorted(load_dataset(again).measurements["latency_ms"])
+    assert sorted(rows.loc[rows["sitting"] == 1, "latency_ms"]) == again_ms
+
+
+def test_with_shapes_keeps_those_shapes_rows_and_refuses_others(tmp_path):
+    path = tmp_path / "base.parquet"
+    assert sweep("matmul", "bfloat16", SHAPES, path, limit_configs=3, make_bench=FirstSitting)
+    dataset = load_dataset(path)
+    kept = dataset.with_shapes([SHAPES[1]])
+    assert kept.shapes() == [SHAPES[1]] and len(kept.measurements) == 3 and len(kept.vendor) == 1
+    assert kept.provenance == dataset.provenance
+    with pytest.raises(ValueError, match=r"shapes \[\(7, 8, 9\)\] are not recorded in matmul bfloat16"):
+        dataset.with_shapes([(7, 8, 9)])
+
+
 def test_a_resweep_of_other_shapes_kernels_or_gpus_is_refused(tmp_path):
     base, other = tmp_path / "base.parquet", tmp_path / "other.parquet"
     assert sweep("matmul", "bfloat16", SHAPES[:1], base, limit_configs=3, make_bench=FirstSitting)

@@ -6,7 +6,6 @@ these tables live in `tunebench.plots`.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -33,15 +32,7 @@ def shape_label(shape: tuple) -> str:
 
 def first_shapes(dataset: Dataset, count: int) -> Dataset:
     """The dataset restricted to its first `count` shapes in sorted order; all of it when count is 0."""
-    if count <= 0:
-        return dataset
-    keep = set(dataset.shapes()[:count])
-
-    def rows_kept(frame: pd.DataFrame) -> pd.DataFrame:
-        shapes = frame[list(dataset.shape_names)].itertuples(index=False, name=None)
-        return frame[[shape in keep for shape in shapes]]
-
-    return dataclasses.replace(dataset, measurements=rows_kept(dataset.measurements), vendor=rows_kept(dataset.vendor))
+    return dataset if count <= 0 else dataset.with_shapes(dataset.shapes()[:count])
 
 
 def spread_shapes(shapes: Sequence[tuple], count: int) -> list[tuple]:

@@ -43,9 +43,9 @@ import numbers
 import os
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -128,6 +128,18 @@ class Dataset:
     def shapes(self) -> list[Shape]:
         """The recorded shapes, sorted."""
         return sorted(set(_rows(self.measurements, self.shape_names)))
+
+    def with_shapes(self, shapes: Iterable[Sequence[int]]) -> Dataset:
+        """The dataset's rows of `shapes` alone, its provenance kept (a clear error for a shape it lacks)."""
+        keep = {self._check_shape(shape) for shape in shapes}
+        missing = sorted(keep - set(self.shapes()))
+        if missing:
+            raise ValueError(f"shapes {missing} are not recorded in {self.kernel} {self.dtype} on {self.gpu}")
+
+        def rows_kept(frame: pd.DataFrame) -> pd.DataFrame:
+            return frame[[shape in keep for shape in _rows(frame, self.shape_names)]]
+
+        return replace(self, measurements=rows_kept(self.measurements), vendor=rows_kept(self.vendor))
 
     def task(self, shape: Sequence[int]) -> pd.DataFrame:
         """The measurements of one shape (a copy with a fresh index)."""
