@@ -12,7 +12,7 @@ import torch
 
 from tunebench.collect import sweep
 from tunebench.kernels import KERNEL_INTERFACE, get_kernel, kernel_source_files, kernel_source_sha256
-from tunebench.kernels import alignment, compressed_matmul, rowwise
+from tunebench.kernels import alignment, compressed_matmul, rowwise, split_k
 from tunebench.kernels.compressed_matmul import decoders, family, reconstruct
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.measure.dataset import load_dataset
@@ -36,8 +36,8 @@ def test_the_provenance_hash_covers_the_kernels_the_family_runs():
     files = kernel_source_files(compressed_matmul)
     assert Path(reconstruct.__file__) in files and Path(decoders.__file__) in files and Path(family.__file__) in files
     matmul = get_kernel("matmul")
-    assert kernel_source_files(matmul) == [Path(matmul.__file__), Path(alignment.__file__)]
-    source = inspect.getsource(matmul) + inspect.getsource(alignment)
+    assert kernel_source_files(matmul) == [Path(matmul.__file__), Path(alignment.__file__), Path(split_k.__file__)]
+    source = inspect.getsource(matmul) + inspect.getsource(alignment) + inspect.getsource(split_k)
     assert kernel_source_sha256(matmul) == hashlib.sha256(source.encode()).hexdigest()[:16]
     # the row-wise families' launch arguments and alignment hint are computed in shared modules
     for name in ("layernorm", "softmax"):
