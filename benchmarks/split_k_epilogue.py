@@ -26,6 +26,7 @@ import pandas as pd
 
 from tunebench.files import write_text_atomically
 from tunebench.measure.probe_rounds import Contender, checked_contenders, contender_summary, time_contenders
+from tunebench.split_k_rounds import ONE, THREE, family_table, launches_table
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,7 +37,6 @@ DATASETS = {"matmul": REPO / "results/datasets/matmul_bfloat16_h100_prediction.p
 SHAPES = ((2, 712, 4648), (6, 960, 5120), (36, 616, 13192), (72, 1280, 8192),
           (1, 4096, 4096), (1, 768, 3072), (4, 4096, 11008), (16, 1024, 8192))
 TOP = 3  # each family's fastest recorded split configs per shape
-ONE, THREE = "one launch", "three launches (stop 90)"
 TITLE = "Split-K in one launch against the three launches before, beside cuBLAS"
 
 
@@ -108,43 +108,6 @@ def contenders(plan: pd.DataFrame, before: Mapping[str, ModuleType], shape: tupl
             runs[contender_name(row, config, THREE)] = functools.partial(before[row["family"]].run, config,
                                                                          inputs_before)
     return checked_contenders(runs, inputs.out, expected)
-
-
-def launches_table(timings: pd.DataFrame) -> pd.DataFrame:
-    """Per shape and split config: its median ms over rounds in one launch and in three, and three / one."""
-    ok = timings[timings.status == "ok"]
-    medians = ok.groupby(["shape", "name"], sort=False).latency_ms.median()
-    rows = []
-    for (shape, name), one_ms in medians.items():
-        if not name.endswith(ONE):
-            continue
-        three_ms = medians.get((shape, name.replace(ONE, THREE)))
-        if three_ms is not None:
-            rows.append({"shape": shape, "config": name.removesuffix(": " + ONE), "one launch ms": round(one_ms, 4),
-                         "three launches ms": round(three_ms, 4), "three / one": round(three_ms / one_ms, 3)})
-    return pd.DataFrame(rows)
-
-
-def family_table(timings: pd.DataFrame) -> pd.DataFrame:
-    """Per shape and family, cuBLAS's median / the fastest median of its split configs in one launch, in three
-    launches, and of its fastest recorded unsplit config."""
-    ok = timings[timings.status == "ok"]
-    medians = ok.groupby(["shape", "name"], sort=False).latency_ms.median().reset_index()
-    rows = []
-    for shape, group in medians.groupby("shape", sort=False):
-        cublas = group.loc[group.name == "cuBLAS", "latency_ms"].iloc[0]
-        for family in ("matmul", "matmul_tma"):
-            mine = group[group.name.str.startswith(family + " #")]
-            if mine.empty:
-                continue
-            row: dict[str, Any] = {"shape": shape, "family": family, "cuBLAS ms": round(cublas, 4)}
-            for label, picked in (("split, one launch", mine.name.str.endswith(ONE)),
-                                  ("split, three launches", mine.name.str.endswith(THREE)),
-                                  ("unsplit", mine.name.str.endswith("unsplit"))):
-                row[f"{label} vs cuBLAS"] = round(cublas / mine.loc[picked, "latency_ms"].min(), 3) if picked.any() \
-                    else float("nan")
-            rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def summary(timings: pd.DataFrame, command: str, code: str) -> str:

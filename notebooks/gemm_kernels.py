@@ -44,6 +44,7 @@ from tunebench.replay_fidelity import (
     plot_replay_against_live, recorded_on_another_host, residuals_summary,
 )
 from tunebench.report import repo_path, resolve_dataset, set_style, show_run_header
+from tunebench.split_k_rounds import family_table
 from tunebench.study import Budget, open_dataset, run_study, tasks_of
 
 set_style()
@@ -60,6 +61,7 @@ replay_startup_s = 0.0  # seconds before the first batch a live run pays (H200: 
 rounds = "results/matmul_tma/rounds_h200.csv"  # benchmarks/tma_rounds.py's re-timing of the sweep's top configs
 families = "results/gemm_families"  # benchmarks/gemm_families_rounds.py's timings of both families, side by side
 families_gaps = "results/gemm_families/h100_gaps"  # the same at the pointer GEMM's gaps, after the planned TMA sweeps
+split_k_rounds = "results/split_k_epilogue/rounds_h100.csv"  # benchmarks/split_k_epilogue.py: one launch against three
 gaps = "results/gemm_families/pointer_gaps_h100.csv"  # benchmarks/family_gaps.py: each shape's best against cuBLAS
 race = "results/family_race"  # benchmarks/family_race.py's runs: both families searched, replayed
 helion = ["results/helion_side_by_side/4096x4096x4096", "results/helion_side_by_side/256x11008x4096",
@@ -72,7 +74,7 @@ live_dir = repo_path(live)
 show_run_header({"dataset": dataset, "live": live, "strategies": strategies, "replay_seeds": replay_seeds,
                  "replay_seconds": replay_seconds, "replay_workers": replay_workers, "replay_clock": replay_clock,
                  "replay_startup_s": replay_startup_s, "rounds": rounds, "families": families,
-                 "families_gaps": families_gaps, "gaps": gaps,
+                 "families_gaps": families_gaps, "split_k_rounds": split_k_rounds, "gaps": gaps,
                  "race": race, "helion": helion},
                 {"dataset": provenance_line(recorded)})
 
@@ -120,6 +122,16 @@ plot_family_gaps(pd.read_csv(repo_path(gaps)));
 
 # %%
 display(table_style(families_table(read_families(repo_path(families_gaps)))))
+
+# %% [markdown]
+# Split-K ran as three launches then: the workspace zeroed, the GEMM, a cast into C. Since stop 91 the tile's last split
+# stores C in the GEMM's own launch (`tunebench.kernels.split_k`). Both ways side by side on one H100 in shuffled rounds
+# with cuBLAS (`benchmarks/split_k_epilogue.py`, each family's 3 fastest recorded split configs and its fastest unsplit
+# one): each family's fastest against cuBLAS, by the median over rounds ("Split-K in one launch" in docs/tma_gemm.md).
+# The last four shapes are decode-sized layers swept with the pointer GEMM alone.
+
+# %%
+display(table_style(family_table(pd.read_csv(repo_path(split_k_rounds)))))
 
 # %% [markdown]
 # When which family is faster is not known, a search can take both: in turn, or as a race that probes each family's

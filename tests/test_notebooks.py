@@ -141,9 +141,10 @@ def test_gemm_kernels_renders_the_sweep_replays_and_live_runs(tmp_path: Path) ->
     # the sweep, the replays, the live runs of both kernels, the repeats at 4096^3, Helion side by side at three
     # shapes, replay against live; the pointer GEMM against cuBLAS per class of N and K (H100)
     assert len(FIGURE.findall(text)) == 9
-    assert len(DATA_TABLE.findall(text)) == 14, ("sweep, failures, rounds, families (twice), the race, replay summary, "
-                                                 "live table, repeats, Helion side by side (3), later batches, first "
-                                                 "batches")
+    assert len(DATA_TABLE.findall(text)) == 15, ("sweep, failures, rounds, families (twice), split-K in one launch, the "
+                                                 "race, replay summary, live table, repeats, Helion side by side (3), "
+                                                 "later batches, first batches")
+    assert "split, one launch vs cuBLAS" in text and "16x1024x8192" in text, "split-K in one launch against three"
     assert "vs the pointer GEMM&#x27;s fastest" in text or "vs the pointer GEMM's fastest" in text
     assert "36x616x13192" in text and "8192x5000x3000" in text, "the families side by side at the pointer GEMM's gaps"
     assert "pointer_gaps_h100.csv" in text and "race, on while within 10 %" in text

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
+from tunebench import split_k_rounds
 from tunebench.kernels import get_kernel, matmul, split_k
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -58,11 +59,11 @@ def timings() -> pd.DataFrame:
 
 
 def test_the_epilogue_tables_compare_launches_and_families_with_cublas():
-    launches = split_k_epilogue.launches_table(timings())
+    launches = split_k_rounds.launches_table(timings())
     assert launches.to_dict("records") == [{"shape": "2x712x4648", "config": "matmul #0 split 8",
                                             "one launch ms": 0.0105, "three launches ms": 0.0158,
                                             "three / one": 1.5}]
-    family = split_k_epilogue.family_table(timings()).iloc[0]
+    family = split_k_rounds.family_table(timings()).iloc[0]
     assert family["family"] == "matmul" and family["cuBLAS ms"] == 0.0126
     assert (family["split, one launch vs cuBLAS"], family["split, three launches vs cuBLAS"],
             family["unsplit vs cuBLAS"]) == (1.2, 0.8, 0.6)
@@ -72,9 +73,9 @@ def test_the_epilogue_tables_compare_launches_and_families_with_cublas():
 
 def test_contender_names_say_the_split_and_the_way_it_ran():
     row = {"family": "matmul_tma", "rank": 3}
-    assert split_k_epilogue.contender_name(row, {"SPLIT_K": 4}, split_k_epilogue.ONE) == "matmul_tma #3 split 4: " \
+    assert split_k_epilogue.contender_name(row, {"SPLIT_K": 4}, split_k_rounds.ONE) == "matmul_tma #3 split 4: " \
                                                                                         "one launch"
-    assert split_k_epilogue.contender_name(row, {"SPLIT_K": 1}, split_k_epilogue.THREE) == "matmul_tma #3 unsplit"
+    assert split_k_epilogue.contender_name(row, {"SPLIT_K": 1}, split_k_rounds.THREE) == "matmul_tma #3 unsplit"
 
 
 def test_the_stress_takes_the_cases_then_the_plans_split_configs(tmp_path):
