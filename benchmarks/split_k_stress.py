@@ -29,6 +29,19 @@ def stress_cases(cases: Path, plan: Path) -> list[dict[str, Any]]:
     return chosen
 
 
+def launch_errors(kernel: Any, config: dict[str, Any], inputs: Any, expected: Any, repeats: int) -> list[float]:
+    """The relative error of each of `repeats` launches of `config` by `kernel` on the same `inputs`, the output
+    NaN-filled before each."""
+    from tunebench.kernels import matmul
+
+    errors = []
+    for _ in range(repeats):
+        inputs.out.fill_(float("nan"))
+        kernel.run(config, inputs)
+        errors.append(matmul.relative_error(inputs.out, expected))
+    return errors
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -47,13 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         shape = tuple(case["shape"])
         inputs = kernel.make_inputs(shape, "bfloat16", "cuda", seed=3)
         expected = matmul.reference(inputs)
-        bad, worst = 0, 0.0
-        for _ in range(args.repeats):
-            inputs.out.fill_(float("nan"))
-            kernel.run(case["config"], inputs)
-            error = matmul.relative_error(inputs.out, expected)
-            worst = max(worst, error)
-            bad += error > matmul.TOLERANCE["bfloat16"]
+        errors = launch_errors(kernel, case["config"], inputs, expected, args.repeats)
+        bad, worst = sum(error > matmul.TOLERANCE["bfloat16"] for error in errors), max(errors)
         total += bad
         print(case["kernel"], shape, case["config"]["SPLIT_K"], f"bad {bad}/{args.repeats} worst {worst:.3g}",
               flush=True)

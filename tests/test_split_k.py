@@ -97,10 +97,6 @@ def test_gpu_every_launch_of_a_split_is_right(kernel_name, config):
     kernel = get_kernel(kernel_name)
     inputs = kernel.make_inputs((72, 1280, 8192), "bfloat16", "cuda", seed=3)
     expected = matmul.reference(inputs)
-    errors = []
-    for _ in range(50):
-        inputs.out.fill_(float("nan"))
-        kernel.run(config, inputs)
-        errors.append(matmul.relative_error(inputs.out, expected))
+    errors = split_k_stress.launch_errors(kernel, config, inputs, expected, 50)
     assert max(errors) <= matmul.TOLERANCE["bfloat16"], errors
     assert not inputs.workspace.any() and not inputs.tile_counts.any()
