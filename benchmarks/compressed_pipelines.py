@@ -39,6 +39,7 @@ from tunebench.tables import markdown_table
 # 3.6's palette-source binary fails with a misaligned address on an H100.
 CANDIDATES = [
     (16, 64, 64, 1, 4, 3), (16, 64, 128, 1, 8, 3), (16, 64, 64, 4, 4, 3), (16, 64, 128, 4, 8, 2),
+    (16, 64, 64, 16, 4, 3), (16, 128, 64, 16, 8, 3),
     (16, 128, 64, 1, 8, 3), (16, 128, 64, 4, 8, 3), (64, 64, 64, 1, 8, 3), (64, 128, 64, 1, 8, 2),
     (128, 64, 64, 1, 8, 3), (128, 128, 64, 1, 8, 3),
 ]
@@ -93,12 +94,12 @@ def median_ms(timer: Timer, function) -> float:
     return float(np.median(timer.time(function)))
 
 
-def best_matmul(timer: Timer, x, out, workspace, source: str, **operands) -> tuple[float, dict]:
+def best_matmul(timer: Timer, x, out, split, source: str, **operands) -> tuple[float, dict]:
     timings = []
     for candidate in CANDIDATES:
         config = as_config(candidate)
-        reconstruct.multiply(x, source, config, out, workspace, **operands)
-        timings.append((median_ms(timer, lambda: reconstruct.multiply(x, source, config, out, workspace, **operands)),
+        reconstruct.multiply(x, source, config, out, split, **operands)
+        timings.append((median_ms(timer, lambda: reconstruct.multiply(x, source, config, out, split, **operands)),
                         config))
     return min(timings, key=lambda timing: timing[0])
 
@@ -118,19 +119,19 @@ def measure_projection(name: str, tensors, bf16_weight: torch.Tensor, timer: Tim
     for batch in BATCHES:
         x = torch.randn((batch, k), generator=torch.Generator().manual_seed(batch)).to("cuda", torch.bfloat16)
         out = torch.empty((batch, n), dtype=torch.bfloat16, device="cuda")
-        workspace = torch.empty((batch, n), dtype=torch.float32, device="cuda")
+        split = reconstruct.SplitBuffers.zeroed(batch, n, "cuda")
         reference = torch.matmul(x, bf16_weight)
         vendor_ms = median_ms(timer, lambda: torch.matmul(x, bf16_weight, out=out))
-        triton_bf16_ms, triton_bf16_config = best_matmul(timer, x, out, workspace, "bfloat16", bf16_weight=bf16_weight)
+        triton_bf16_ms, triton_bf16_config = best_matmul(timer, x, out, split, "bfloat16", bf16_weight=bf16_weight)
         row = {"projection": name, "M": batch, "N": n, "K": k, "cublas_ms": vendor_ms,
                "triton_bf16_ms": triton_bf16_ms, "triton_bf16_config": triton_bf16_config, "pipelines": {}}
-        direct_ms, direct_config = best_matmul(timer, x, out, workspace, "palette", weight=tensors)
-        exponent_ms, exponent_config = best_matmul(timer, x, out, workspace, "exponents", weight=tensors,
+        direct_ms, direct_config = best_matmul(timer, x, out, split, "palette", weight=tensors)
+        exponent_ms, exponent_config = best_matmul(timer, x, out, split, "exponents", weight=tensors,
                                                    exponents=scratch["decode_exponents"])
         matmul = {"decode_then_cublas": (median_ms(timer, lambda: torch.matmul(x, scratch["decode_then_cublas"], out=out)), None),
                   "decode_exponents": (exponent_ms, exponent_config),
                   "transcode_palette": (median_ms(timer, lambda: reconstruct.multiply(
-                      x, "palette", direct_config, out, workspace, tensors, codes=scratch["transcode_palette"])),
+                      x, "palette", direct_config, out, split, tensors, codes=scratch["transcode_palette"])),
                       direct_config),
                   "direct_palette": (direct_ms, direct_config)}
         for pipeline in PIPELINES:
@@ -141,11 +142,11 @@ def measure_projection(name: str, tensors, bf16_weight: torch.Tensor, timer: Tim
                 programs = decoder_programs(share, sms)
                 projection.prime(programs)
                 out.fill_(float("nan"))
-                projection.step(x, config, programs, out, workspace)
+                projection.step(x, config, programs, out, split)
                 error = relative_error(out, reference)
                 if not error <= TOLERANCE:
                     raise SystemExit(f"{name} M={batch} {pipeline}: relative error {error:.3g} > {TOLERANCE}")
-                steps[share] = median_ms(timer, lambda: projection.step(x, config, programs, out, workspace))
+                steps[share] = median_ms(timer, lambda: projection.step(x, config, programs, out, split))
             best_share = min(steps, key=steps.get)
             preprocess = preprocess_ms[pipeline][100]
             row["pipelines"][pipeline] = {

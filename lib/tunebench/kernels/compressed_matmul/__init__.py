@@ -14,8 +14,10 @@ from tunebench.kernels.compressed_matmul.family import (
     specialization,
 )
 
+SOURCE_MODULES = ("tunebench.kernels.split_k",)  # its split-K reduction (see kernel_source_files)
+
 __all__ = [
     "NAME", "SHAPE_NAMES", "DTYPES", "VENDOR_LIBRARY", "TOLERANCE", "config_space", "make_inputs", "reference",
     "relative_error", "run", "run_vendor", "compile_only", "specialization", "check_shape", "flops", "bytes_moved",
-    "SHAPE_SETS", "LAUNCH_PARAMETERS", "ADDED_PARAMETERS",
+    "SHAPE_SETS", "LAUNCH_PARAMETERS", "ADDED_PARAMETERS", "SOURCE_MODULES",
 ]

@@ -92,7 +92,7 @@ class CompressedMatmulInputs:
     weight: DeviceWeight
     bf16_weight: torch.Tensor  # (K, N): the uncompressed weight, for the vendor library and the reference
     out: torch.Tensor  # (M, N) bf16
-    workspace: torch.Tensor  # (M, N) fp32, split-K partial sums
+    split: reconstruct.SplitBuffers  # where split configs' partial sums meet
     projections: dict[str, PrefetchedProjection]
     sm_count: int
     primed_for: dict[str, tuple] = field(default_factory=dict)  # pipeline -> config its buffer was decoded by
@@ -130,7 +130,7 @@ def make_inputs(shape: tuple[int, ...], dtype: str, device: str | torch.device =
     return CompressedMatmulInputs(
         x=x, weight=weight, bf16_weight=bits_to_bf16(bits).to(device),
         out=torch.empty((m, n), dtype=torch.bfloat16, device=device),
-        workspace=torch.empty((m, n), dtype=torch.float32, device=device),
+        split=reconstruct.SplitBuffers.zeroed(m, n, device),
         projections={name: PrefetchedProjection(get_pipeline(name), weight, side_stream) for name in PIPELINES},
         sm_count=sm_count(device),
     )
@@ -156,12 +156,12 @@ def run(config: Mapping[str, Any], inputs: CompressedMatmulInputs) -> torch.Tens
     programs = decoder_programs(config["decode_sm_percent"], inputs.sm_count)
     matmul_config = config if get_pipeline(pipeline).matmul_source is not None else None
     if config["decode_schedule"] == "serial":
-        return projection.serial_step(inputs.x, matmul_config, programs, inputs.out, inputs.workspace)
+        return projection.serial_step(inputs.x, matmul_config, programs, inputs.out, inputs.split)
     key = tuple(sorted(config.items()))
     if inputs.primed_for.get(pipeline) != key:
         projection.prime(programs)
         inputs.primed_for[pipeline] = key
-    return projection.step(inputs.x, matmul_config, programs, inputs.out, inputs.workspace)
+    return projection.step(inputs.x, matmul_config, programs, inputs.out, inputs.split)
 
 
 def run_vendor(inputs: CompressedMatmulInputs) -> torch.Tensor:

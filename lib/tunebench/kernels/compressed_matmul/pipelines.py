@@ -44,13 +44,14 @@ class Pipeline:
             decoders.decode(weight, self.decoder_output, scratch, programs)
 
     def multiply(self, x: torch.Tensor, weight: DeviceWeight, scratch: torch.Tensor | None,
-                 config: Mapping[str, Any] | None, out: torch.Tensor, workspace: torch.Tensor | None) -> torch.Tensor:
+                 config: Mapping[str, Any] | None, out: torch.Tensor,
+                 split: reconstruct.SplitBuffers | None) -> torch.Tensor:
         """out = x @ W from what preprocessing left in `scratch` (and the resident arrays of `weight`); `config`
-        is the reconstructive matmul's (unused by decode_then_cublas)."""
+        and `split` are the reconstructive matmul's (unused by decode_then_cublas)."""
         if self.matmul_source is None:
             return torch.matmul(x, scratch, out=out)
         extra = {"exponents": scratch} if self.matmul_source == "exponents" else {"codes": scratch}
-        return reconstruct.multiply(x, self.matmul_source, config, out, workspace, weight, **extra)
+        return reconstruct.multiply(x, self.matmul_source, config, out, split, weight, **extra)
 
     def __call__(self, x: torch.Tensor, weight: DeviceWeight, config: Mapping[str, Any] | None = None,
                  programs: int = 1) -> torch.Tensor:
@@ -60,8 +61,8 @@ class Pipeline:
         scratch = self.scratch(weight)
         self.preprocess(weight, scratch, programs)
         out = torch.empty((x.shape[0], weight.shape[1]), dtype=torch.bfloat16, device=x.device)
-        workspace = torch.empty(out.shape, dtype=torch.float32, device=x.device)
-        return self.multiply(x, weight, scratch, config, out, workspace)
+        split = reconstruct.SplitBuffers.zeroed(*out.shape, x.device)
+        return self.multiply(x, weight, scratch, config, out, split)
 
 
 _PIPELINES = {

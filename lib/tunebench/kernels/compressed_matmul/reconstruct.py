@@ -1,5 +1,6 @@
 """The reconstructive matmul: out = x @ W for BF16 x (M x K) and a compressed W (K x N), rebuilding BF16 tiles of W
-in registers before tl.dot, fp32 accumulation, split-K. Its tunable space is pruned by an explicit resource model.
+in registers before tl.dot, fp32 accumulation, split-K in one launch. Its tunable space is pruned by an explicit
+resource model.
 
 Sources of W: "exponents" (sign+mantissa bytes + exponent bytes, pipeline 2), "palette" (sign+mantissa bytes +
 packed 4-bit codes + verbatim groups, pipelines 3 and 4) and "bfloat16" (W itself: the same loop on plain
@@ -19,6 +20,7 @@ import triton
 import triton.language as tl
 
 from tunebench.kernels.compressed_matmul.device import DeviceWeight
+from tunebench.kernels.split_k import add_split, check_split_buffers, tile_counters
 from tunebench.space import Constraint, Ordinal, Parameter
 
 SOURCES = ("bfloat16", "exponents", "palette")
@@ -156,8 +158,8 @@ def add_verbatim_groups(
 
 @triton.jit(do_not_specialize=["M"])
 def reconstruct_matmul_kernel(
-    x_ptr, out_ptr, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr, palette_ptr,
-    groups_ptr, column_starts_ptr, verbatim_ptr, M, N, K, stride_xm, stride_om,
+    x_ptr, out_ptr, workspace_ptr, tile_counts_ptr, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
+    palette_ptr, groups_ptr, column_starts_ptr, verbatim_ptr, M, N, K, stride_xm, stride_om,
     SOURCE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr, EVEN_K: tl.constexpr,
 ):
@@ -197,9 +199,9 @@ def reconstruct_matmul_kernel(
     out_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     if SPLIT_K == 1:
         tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
-    else:
-        # Split-K partial sums meet in an fp32 workspace; the wrapper zeroes it and casts it.
-        tl.atomic_add(out_ptrs, acc, mask=out_mask)
+    else:  # pid numbers the output tiles: it is the tile's counter
+        add_split(acc, workspace_ptr + offs_m[:, None] * N + offs_n[None, :], out_ptrs, out_mask, tile_counts_ptr + pid,
+                  SPLIT_K)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +232,9 @@ def matmul_parameters() -> list[Parameter]:
         Ordinal("BLOCK_M", (16, 64, 128)),  # 16: decode batches; 64/128: prefill
         Ordinal("BLOCK_N", (64, 128)),
         Ordinal("BLOCK_K", (64, 128)),
-        Ordinal("SPLIT_K", (1, 4)),  # spreads K over more programs when M and N give few output tiles
+        # Spreads K over more programs when M and N give few output tiles: at batch 1 on an H100 the palette matmul's
+        # time fell with its programs from 64 to 256 (down projection, 0.294 to 0.125 ms; stop 81's sweep).
+        Ordinal("SPLIT_K", (1, 4, 16)),
         Ordinal("num_warps", (4, 8)),
         Ordinal("num_stages", (2, 3)),
     ]
@@ -275,6 +279,19 @@ def matmul_constraints(applies: Callable[[Mapping[str, Any]], bool] = lambda con
 # Wrapper
 # ---------------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class SplitBuffers:
+    """Where a split config's partial sums of an M x N output meet: an fp32 workspace and the tiles' counters (see
+    `split_k.add_split`), zero when allocated; every launch leaves them so."""
+
+    workspace: torch.Tensor
+    tile_counts: torch.Tensor
+
+    @classmethod
+    def zeroed(cls, m: int, n: int, device: str | torch.device) -> "SplitBuffers":
+        return cls(torch.zeros((m, n), dtype=torch.float32, device=device), tile_counters(m, n, device))
+
+
 def _grid(config: Mapping[str, Any], m: int, n: int) -> tuple[int, int]:
     return triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]), config["SPLIT_K"]
 
@@ -305,12 +322,12 @@ def _operands(source: str, weight: DeviceWeight | None, bf16_weight: torch.Tenso
     return pointers, tuple(weight.shape)
 
 
-def multiply(x: torch.Tensor, source: str, config: Mapping[str, Any], out: torch.Tensor, workspace: torch.Tensor,
+def multiply(x: torch.Tensor, source: str, config: Mapping[str, Any], out: torch.Tensor, split: SplitBuffers,
              weight: DeviceWeight | None = None, *, bf16_weight: torch.Tensor | None = None,
              exponents: torch.Tensor | None = None, codes: torch.Tensor | None = None) -> torch.Tensor:
     """out = x @ W with W read from `source`: "bfloat16" reads `bf16_weight`; "exponents" reads `exponents` and the
     sign+mantissa bytes of `weight`; "palette" reads `codes` (default: the resident `weight.codes`) and the rest of
-    `weight`'s palette form. `workspace` (fp32, M x N) takes the split-K partial sums."""
+    `weight`'s palette form. `split` (for M x N) takes the split-K partial sums."""
     pointers, (k, n) = _operands(source, weight, bf16_weight, exponents, codes)
     if x.dtype != torch.bfloat16 or x.dim() != 2 or x.stride(1) != 1 or x.shape[1] != k:
         raise ValueError(f"x must be a bfloat16 M x {k} tensor with unit column stride, got {x.dtype} {tuple(x.shape)}")
@@ -320,13 +337,11 @@ def multiply(x: torch.Tensor, source: str, config: Mapping[str, Any], out: torch
         raise ValueError(f"BLOCK_K={config['BLOCK_K']} for the palette source must divide 512 (a row of verbatim "
                          "flags) and be even (pairs of rows)")
     m = x.shape[0]
-    target = out if config["SPLIT_K"] == 1 else workspace
     if config["SPLIT_K"] > 1:
-        target.zero_()
+        check_split_buffers(split.workspace, split.tile_counts, m, n, config["SPLIT_K"])
     reconstruct_matmul_kernel[_grid(config, m, n)](
-        x, target, *pointers, m, n, k, x.stride(0), target.stride(0), **_launch_arguments(config, source, k))
-    if config["SPLIT_K"] > 1:
-        out.copy_(target)
+        x, out, split.workspace, split.tile_counts, *pointers, m, n, k, x.stride(0), out.stride(0),
+        **_launch_arguments(config, source, k))
     return out
 
 
@@ -338,7 +353,6 @@ def compile_matmul(config: Mapping[str, Any], source: str, shape: tuple[int, int
         pointers = (torch.bfloat16,) * 9
     else:
         pointers = (byte, byte, byte, byte, byte, word, word, word, byte)
-    out_dtype = torch.bfloat16 if config["SPLIT_K"] == 1 else torch.float32
     return reconstruct_matmul_kernel.warmup(
-        torch.bfloat16, out_dtype, *pointers, m, n, k, k, n, grid=_grid(config, m, n),
+        torch.bfloat16, torch.bfloat16, torch.float32, torch.int32, *pointers, m, n, k, k, n, grid=_grid(config, m, n),
         **_launch_arguments(config, source, k))

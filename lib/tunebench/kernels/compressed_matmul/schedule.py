@@ -12,6 +12,7 @@ import torch
 from tunebench.kernels.compressed_matmul.decoders import DECODER, DecoderSettings
 from tunebench.kernels.compressed_matmul.device import DeviceWeight
 from tunebench.kernels.compressed_matmul.pipelines import Pipeline
+from tunebench.kernels.compressed_matmul.reconstruct import SplitBuffers
 
 POISON_BYTE = 0xFF  # exponent 255 (inf/NaN) or code 15: a buffer the decoder failed to write fails the check
 
@@ -65,20 +66,20 @@ class PrefetchedProjection:
             self.pipeline.preprocess(self.weight, buffer, programs)
 
     def step(self, x: torch.Tensor, config: Mapping[str, Any] | None, programs: int, out: torch.Tensor,
-             workspace: torch.Tensor) -> torch.Tensor:
+             split: SplitBuffers) -> torch.Tensor:
         """out = x @ W with the current buffer, while the other buffer is decoded; then the buffers swap."""
         current, following = self.buffers[self.current], self.buffers[1 - self.current]
         if not self.pipeline.preprocesses:
-            return self.pipeline.multiply(x, self.weight, None, config, out, workspace)
+            return self.pipeline.multiply(x, self.weight, None, config, out, split)
         overlapped(lambda: self.pipeline.preprocess(self.weight, following, programs),
-                   lambda: self.pipeline.multiply(x, self.weight, current, config, out, workspace), self.side_stream)
+                   lambda: self.pipeline.multiply(x, self.weight, current, config, out, split), self.side_stream)
         self.current = 1 - self.current
         return out
 
     def serial_step(self, x: torch.Tensor, config: Mapping[str, Any] | None, programs: int, out: torch.Tensor,
-                    workspace: torch.Tensor) -> torch.Tensor:
+                    split: SplitBuffers) -> torch.Tensor:
         """out = x @ W, the current buffer decoded first, on the current stream: no prefetch and no side stream."""
         current = self.buffers[self.current]
         if self.pipeline.preprocesses:
             self.pipeline.preprocess(self.weight, current, programs)
-        return self.pipeline.multiply(x, self.weight, current, config, out, workspace)
+        return self.pipeline.multiply(x, self.weight, current, config, out, split)
