@@ -13,6 +13,7 @@ from tunebench import split_k_rounds
 from tunebench.kernels import get_kernel, matmul, split_k
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import compressed_split_k  # noqa: E402
 import split_k_epilogue  # noqa: E402
 import split_k_stress  # noqa: E402
 
@@ -69,6 +70,25 @@ def test_the_epilogue_tables_compare_launches_and_families_with_cublas():
             family["unsplit vs cuBLAS"]) == (1.2, 0.8, 0.6)
     summary = split_k_epilogue.summary(timings(), "the command", "the code")
     assert "One launch, as timed: the code." in summary and "wrong_result: error 0.03" in summary
+
+
+def test_the_compressed_plan_takes_each_datasets_fastest_palette_split_configs(tmp_path):
+    dataset = Path(__file__).resolve().parents[1] / "results/datasets/compressed_matmul_bfloat16_h100.parquet"
+    plan = compressed_split_k.write_plan(tmp_path / "plan.csv", [dataset, dataset])  # a config is planned once
+    assert len(plan) == len(compressed_split_k.SHAPES) * compressed_split_k.TOP
+    configs = [json.loads(text) for text in plan.config]
+    assert all(config["SPLIT_K"] > 1 and set(config) == set(compressed_split_k.MATMUL) for config in configs)
+    first = plan.groupby(["M", "N", "K"], sort=False).recorded_ms.apply(lambda ms: ms.is_monotonic_increasing)
+    assert first.all()
+    assert compressed_split_k.contender_name(configs[0], compressed_split_k.THREE).endswith(
+        f"split {configs[0]['SPLIT_K']} w4 s3: three launches (stop 91)")
+    rows = [{"shape": "1x14336x4096", "name": name, "round": 0, "status": "ok", "latency_ms": ms, "gpu": "H100"}
+            for name, ms in (("cuBLAS", 0.05), ("16x64x64 split 4 w4 s3: one launch", 0.09),
+                             ("16x64x64 split 4 w4 s3: three launches (stop 91)", 0.081))]
+    launches = split_k_rounds.launches_table(pd.DataFrame(rows), compressed_split_k.THREE)
+    assert launches["three / one"].tolist() == [0.9]
+    assert "| 1x14336x4096 | 16x64x64 split 4 w4 s3 | 0.09 | 0.081 | 0.9 |" in compressed_split_k.summary(
+        pd.DataFrame(rows), "the command")
 
 
 def test_contender_names_say_the_split_and_the_way_it_ran():

@@ -11,15 +11,16 @@ import pandas as pd
 ONE, THREE = "one launch", "three launches (stop 90)"  # how a contender's name ends, after ": "
 
 
-def launches_table(timings: pd.DataFrame) -> pd.DataFrame:
-    """Per shape and split config: its median ms over rounds in one launch and in three, and three / one."""
+def launches_table(timings: pd.DataFrame, three: str = THREE) -> pd.DataFrame:
+    """Per shape and split config: its median ms over rounds in one launch and in three (contenders named ending in
+    `three`), and three / one."""
     ok = timings[timings.status == "ok"]
     medians = ok.groupby(["shape", "name"], sort=False).latency_ms.median()
     rows = []
     for (shape, name), one_ms in medians.items():
         if not name.endswith(ONE):
             continue
-        three_ms = medians.get((shape, name.replace(ONE, THREE)))
+        three_ms = medians.get((shape, name.replace(ONE, three)))
         if three_ms is not None:
             rows.append({"shape": shape, "config": name.removesuffix(": " + ONE), "one launch ms": round(one_ms, 4),
                          "three launches ms": round(three_ms, 4), "three / one": round(three_ms / one_ms, 3)})
