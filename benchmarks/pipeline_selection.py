@@ -1,7 +1,7 @@
 """Pipeline selection in replay: the coordinate-descent autotuner on a recorded compressed_matmul dataset, its selection
 file per (model, GPU), and per batch size each fixed pipeline's best, the autotuned dispatch and uncompressed cuBLAS.
 
-    PYTHONPATH=lib python3 benchmarks/pipeline_selection.py results/datasets/compressed_matmul_bfloat16_h200.parquet
+    PYTHONPATH=lib python3 benchmarks/pipeline_selection.py results/datasets/compressed_matmul_bfloat16_h100.parquet
 
 Every latency in the tables is a recorded median of the dataset: a fixed pipeline's best is its fastest recorded config
 for the projection (exhaustive over the recording), the dispatch's is the recorded latency of the config the
@@ -42,7 +42,7 @@ from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.measure.replay import MODES
 from tunebench.search import NAMES
 
-DEFAULT_DATASET = Path("results/datasets/compressed_matmul_bfloat16_h200.parquet")  # the current kernel's recording
+DEFAULT_DATASET = Path("results/datasets/compressed_matmul_bfloat16_h100.parquet")  # the current kernel's recording
 DEFAULT_OUT = Path("results/pipeline_selection")
 LOOKUPS = 20_000  # dispatcher calls timed for the per-call cost
 

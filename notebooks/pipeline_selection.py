@@ -43,8 +43,8 @@ from tunebench.selection_plots import gains_table, plot_mlp_steps, plot_split, p
 set_style()
 
 # %% tags=["parameters"]
-dataset = "results/datasets/compressed_matmul_bfloat16_h200.parquet"  # recorded, relative to the repository root
-split = "results/compressed_pipelines/h200.json"  # benchmarks/compressed_pipelines.py's timings on the same GPU
+dataset = "results/datasets/compressed_matmul_bfloat16_h100.parquet"  # recorded, relative to the repository root
+split = "results/compressed_pipelines/h100.json"  # benchmarks/compressed_pipelines.py's timings on the same GPU
 model = "Llama-3.1-8B"  # an MLP of tunebench.kernels.compressed_matmul.mlp.MODELS
 autotune_settings = {}  # overrides of AutotuneSettings: strategy, evaluations_per_pipeline, seed, threshold, max_rounds
 replay_mode = "deterministic"  # "deterministic" (recorded medians) or "noisy" (seeded draws from the repeats)

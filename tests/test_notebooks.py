@@ -130,7 +130,7 @@ def test_pipeline_selection_draws_winners_split_and_gains(tmp_path: Path) -> Non
     assert len(FIGURE.findall(text)) == 3
     assert len(DATA_TABLE.findall(text)) == 2, "MLP steps and gains over the dispatch"
     assert "Fastest pipeline: " in text and "Preprocessing's share of the serial time" in text
-    assert "The autotuned dispatch is " in text and "NVIDIA H200" in text
+    assert "The autotuned dispatch is " in text and "NVIDIA H100 80GB HBM3" in text
     assert "Traceback" not in text and "IProgress" not in text
 
 

@@ -562,10 +562,19 @@ def test_a_selection_file_from_before_the_decode_schedule_reads_as_overlapped(tm
     assert schedules == {"overlapped"}
 
 
+def recorded_space_configs(dataset: Dataset) -> list[dict]:
+    """The current space's configs whose every value the dataset's recorded parameters allow (the space as it was
+    when the dataset was swept: SPLIT_K 16 came in stop 92)."""
+    allowed = {parameter.name: set(parameter.values) for parameter in dataset.parameters}
+    return [config for config in CONFIGS if all(config[name] in allowed[name] for name in SPACE.names)]
+
+
 def test_the_serial_configs_file_holds_the_spaces_serial_configs():
-    """What the H200 sitting that widened the sweep measured (`--configs`)."""
+    """What the H200 sitting that widened the sweep measured (`--configs`), in the space of that sweep."""
     recorded = json.loads((REPOSITORY / "results" / "datasets" / "compressed_matmul_serial_configs.json").read_text())
-    assert recorded == [config for config in CONFIGS if config["decode_schedule"] == "serial"]
+    h200 = load_dataset(REPOSITORY / "results" / "datasets" / "compressed_matmul_bfloat16_h200.parquet",
+                        kernel=family.NAME)
+    assert recorded == [config for config in recorded_space_configs(h200) if config["decode_schedule"] == "serial"]
 
 
 def test_the_h200_dispatch_decodes_from_batch_256():
@@ -597,15 +606,21 @@ def test_the_h200_dispatch_decodes_from_batch_256():
             assert overlapped / step > 1.02
 
 
-def test_the_recorded_h200_dataset_holds_every_config_on_every_llama_shape():
-    recorded = load_dataset(REPOSITORY / "results" / "datasets" / "compressed_matmul_bfloat16_h200.parquet",
+@pytest.mark.parametrize("name, gpu, split_k", [("h200", "NVIDIA H200", (1, 4)),
+                                                ("h100", "NVIDIA H100 80GB HBM3", (1, 4, 16))])
+def test_the_recorded_datasets_hold_every_config_of_their_space_on_every_llama_shape(name, gpu, split_k):
+    """Stop 81's H200 sweep in the space as it was; stop 92's H100 sweep (split-K in one launch) in today's."""
+    recorded = load_dataset(REPOSITORY / "results" / "datasets" / f"compressed_matmul_bfloat16_{name}.parquet",
                             kernel=family.NAME)
-    assert recorded.provenance["gpu_name"] == "NVIDIA H200" and recorded.provenance["triton"] == "3.6.0"
+    assert recorded.provenance["gpu_name"] == gpu and recorded.provenance["triton"] == "3.6.0"
+    assert next(parameter.values for parameter in recorded.parameters if parameter.name == "SPLIT_K") == split_k
     measured = recorded.measurements
     assert (measured["status"] == "ok").all()
     keys = {(tuple(row[:3]), SPACE.key(dict(zip(SPACE.names, row[3:]))))
             for row in measured[["M", "N", "K", *SPACE.names]].itertuples(index=False)}
-    assert keys == {(shape, SPACE.key(config)) for shape in family.SHAPE_SETS["default"] for config in CONFIGS}
+    configs = recorded_space_configs(recorded)
+    assert keys == {(shape, SPACE.key(config)) for shape in family.SHAPE_SETS["default"] for config in configs}
+    assert len(configs) == (len(CONFIGS) if name == "h100" else 591)
 
 
 # ---------------------------------------------------------------------------------------------
