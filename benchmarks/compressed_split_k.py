@@ -14,15 +14,13 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import shlex
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
 import pandas as pd
 
-from split_k_epilogue import _module, _plain
+from split_k_epilogue import _module, _plain, read_or_time
 from tunebench.files import write_text_atomically
 from tunebench.measure.probe_rounds import Contender, checked_contenders, contender_summary, time_contenders
 from tunebench.split_k_rounds import ONE, launches_table
@@ -111,20 +109,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--write-plan needs --datasets")
         print(f"{len(write_plan(args.write_plan, args.datasets))} planned configs in {args.write_plan}")
         return 0
-    if args.out is None:
-        parser.error("--out is needed, with --plan and --before to time or with --summarize")
-    command = "PYTHONPATH=lib python3 benchmarks/compressed_split_k.py " + shlex.join(sys.argv[1:] if argv is None
-                                                                                       else argv)
-    if args.summarize:
-        timings = pd.read_csv(args.out)
-    else:
-        if args.plan is None or args.before is None:
-            parser.error("timing needs --plan and --before")
-        plan = pd.read_csv(args.plan)
-        before = _module("reconstruct_before_stop92", args.before / "reconstruct.py")
-        timings = time_contenders(SHAPES, lambda shape: contenders(plan, before, shape), args.rounds, args.seed)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomically(args.out, timings.to_csv(index=False))
+    def time_plan(plan: pd.DataFrame, folder: Path) -> pd.DataFrame:
+        before = _module("reconstruct_before_stop92", folder / "reconstruct.py")
+        return time_contenders(SHAPES, lambda shape: contenders(plan, before, shape), args.rounds, args.seed)
+
+    timings, command = read_or_time(parser, args, argv, "benchmarks/compressed_split_k.py", time_plan)
     write_text_atomically(args.out.with_suffix(".md"), summary(timings, command))
     return 0
 

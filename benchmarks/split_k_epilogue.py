@@ -123,6 +123,23 @@ def summary(timings: pd.DataFrame, command: str, code: str) -> str:
     ]) + "\n"
 
 
+def read_or_time(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None, script: str,
+                 time_plan: Callable[[pd.DataFrame, Path], pd.DataFrame]) -> tuple[pd.DataFrame, str]:
+    """With --summarize, --out's timings; else `time_plan(--plan's plan, --before)`'s, written to --out atomically.
+    And the command line that ran, for the summary."""
+    if args.out is None:
+        parser.error("--out is needed, with --plan and --before to time or with --summarize")
+    command = f"PYTHONPATH=lib python3 {script} " + shlex.join(sys.argv[1:] if argv is None else argv)
+    if args.summarize:
+        return pd.read_csv(args.out), command
+    if args.plan is None or args.before is None:
+        parser.error("timing needs --plan and --before")
+    timings = time_plan(pd.read_csv(args.plan), args.before)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(args.out, timings.to_csv(index=False))
+    return timings, command
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write-plan", type=Path, help="write the plan CSV from the recorded datasets (no GPU)")
@@ -138,23 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_plan:
         print(f"{len(write_plan(args.write_plan))} planned configs in {args.write_plan}")
         return 0
-    if args.out is None:
-        parser.error("--out is needed, with --plan and --before to time or with --summarize")
-    command = "PYTHONPATH=lib python3 benchmarks/split_k_epilogue.py " + shlex.join(sys.argv[1:] if argv is None
-                                                                                    else argv)
-    if args.summarize:
-        timings = pd.read_csv(args.out)
-    else:
-        if args.plan is None or args.before is None:
-            parser.error("timing needs --plan and --before")
-        plan = pd.read_csv(args.plan)
-        before = {"matmul": _module("matmul_before_stop91", args.before / "matmul.py"),
-                  "matmul_tma": _module("matmul_tma_before_stop91", args.before / "matmul_tma.py")}
+    def time_plan(plan: pd.DataFrame, folder: Path) -> pd.DataFrame:
+        before = {"matmul": _module("matmul_before_stop91", folder / "matmul.py"),
+                  "matmul_tma": _module("matmul_tma_before_stop91", folder / "matmul_tma.py")}
         shapes = list(dict.fromkeys(plan[["M", "N", "K"]].itertuples(index=False, name=None)))
-        timings = time_contenders([tuple(int(v) for v in shape) for shape in shapes],
-                                  lambda shape: contenders(plan, before, shape), args.rounds, args.seed)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomically(args.out, timings.to_csv(index=False))
+        return time_contenders([tuple(int(v) for v in shape) for shape in shapes],
+                               lambda shape: contenders(plan, before, shape), args.rounds, args.seed)
+
+    timings, command = read_or_time(parser, args, argv, "benchmarks/split_k_epilogue.py", time_plan)
     write_text_atomically(args.out.with_suffix(".md"), summary(timings, command, args.code))
     return 0
 
