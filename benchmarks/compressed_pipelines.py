@@ -47,8 +47,8 @@ TOLERANCE = 1e-2  # relative Frobenius error against torch.matmul, as the family
 SM_PERCENTS = (25, 50, 100)  # decoder shares of the SMs measured here (the family's space keeps 50 and 100)
 
 
-def as_config(candidate: tuple[int, ...]) -> dict[str, int]:
-    return dict(zip(reconstruct.MATMUL_PARAMETERS, candidate))
+def as_config(candidate: tuple[int, ...]) -> dict[str, int | str]:
+    return {**dict(zip(reconstruct.MATMUL_PARAMETERS, candidate)), "split_reduction": "in_kernel"}
 
 
 def gpu_slug(name: str) -> str:

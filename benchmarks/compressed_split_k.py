@@ -1,12 +1,14 @@
-"""The palette matmul's split-K in one launch (stop 92: `split_k.add_split`) against its three launches before (the
-workspace zeroed before the kernel and cast into the output after it), side by side in shuffled rounds with cuBLAS on
-the uncompressed weight, at the Llama-3.1-8B MLP's decode-sized shapes.
+"""The palette matmul's split-K in one launch (stop 92: `split_k.add_split`) against its three launches: stop 91's
+code (the workspace zeroed before the kernel and cast into the output after it) with `--before`, else today's
+`split_reduction="separate_launches"`; side by side in shuffled rounds with cuBLAS on the uncompressed weight, at the
+Llama-3.1-8B MLP's decode-sized shapes.
 
 First, anywhere: `.venv/bin/python benchmarks/compressed_split_k.py --write-plan PLAN.csv --datasets A.parquet ...`
 (per shape, each dataset's TOP fastest direct_palette split configs). The code before: `mkdir -p BEFORE && git show
 fa686e1:lib/tunebench/kernels/compressed_matmul/reconstruct.py > BEFORE/reconstruct.py`. Then on a GPU:
 `PYTHONPATH=lib python3 benchmarks/compressed_split_k.py --plan PLAN.csv --before BEFORE --out OUT.csv` (the summary
-goes beside it as `.md`; `--summarize --out OUT.csv` writes it again, anywhere).
+goes beside it as `.md`; `--summarize --out OUT.csv` writes it again, anywhere). Without `--before` it times today's
+two ways.
 """
 
 from __future__ import annotations
@@ -29,13 +31,14 @@ from tunebench.tables import markdown_table
 SHAPES = tuple((batch, n, k) for batch in (1, 16, 64) for n, k in ((14336, 4096), (4096, 14336)))
 TOP = 3  # each dataset's fastest direct_palette split configs per shape
 THREE = "three launches (stop 91)"
+SEPARATE = "summed by launches after it"  # today's split_reduction="separate_launches"
 TITLE = "The palette matmul's split-K in one launch against the three launches before, beside cuBLAS"
 MATMUL = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps", "num_stages")
 
 
 def write_plan(path: Path, datasets: list[Path]) -> pd.DataFrame:
-    """Per shape of SHAPES: the union of each dataset's TOP fastest direct_palette split configs (matmul parameters
-    only), with the dataset and its recorded ms."""
+    """Per shape of SHAPES: the union of each dataset's TOP fastest direct_palette split tile configs (the matmul
+    parameters without split_reduction), with the dataset and its recorded ms."""
     from tunebench.measure.dataset import load_dataset
 
     rows, seen = [], set()
@@ -44,13 +47,16 @@ def write_plan(path: Path, datasets: list[Path]) -> pd.DataFrame:
         for shape in SHAPES:
             task = dataset.task(shape)
             ok = task[(task["status"] == "ok") & (task["pipeline"] == "direct_palette") & (task["SPLIT_K"] > 1)]
-            for _, row in ok.sort_values("latency_ms", kind="stable").head(TOP).iterrows():
-                config = {name: int(_plain(row[name])) for name in MATMUL}
-                key = (shape, tuple(config.values()))
-                if key not in seen:
-                    seen.add(key)
+            fastest: dict[tuple, Any] = {}  # tile config (the matmul parameters without split_reduction) -> row
+            for _, row in ok.sort_values("latency_ms", kind="stable").iterrows():
+                fastest.setdefault(tuple(int(_plain(row[name])) for name in MATMUL), row)
+                if len(fastest) == TOP:
+                    break
+            for tile, row in fastest.items():
+                if (shape, tile) not in seen:
+                    seen.add((shape, tile))
                     rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "dataset": dataset_path.name,
-                                 "recorded_ms": float(row["latency_ms"]), "config": json.dumps(config)})
+                                 "recorded_ms": float(row["latency_ms"]), "config": json.dumps(dict(zip(MATMUL, tile)))})
     plan = pd.DataFrame(rows)
     write_text_atomically(path, plan.to_csv(index=False))
     return plan
@@ -62,9 +68,10 @@ def contender_name(config: dict[str, int], way: str) -> str:
     return f"{tile} split {config['SPLIT_K']} w{config['num_warps']} s{config['num_stages']}: {way}"
 
 
-def contenders(plan: pd.DataFrame, before: ModuleType, shape: tuple[int, int, int]) -> dict[str, Contender]:
+def contenders(plan: pd.DataFrame, before: ModuleType | None, shape: tuple[int, int, int]) -> dict[str, Contender]:
     """Name -> callable for one shape: cuBLAS on the uncompressed weight, and each planned config by today's
-    `reconstruct.multiply` and by the code before's, on the same operands; each checked against fp32 first."""
+    `reconstruct.multiply` in one launch and by the code before's (or by today's separate launches), on the same
+    operands; each checked against fp32 first."""
     import torch
 
     from tunebench.kernels.compressed_matmul import family, reconstruct
@@ -77,19 +84,27 @@ def contenders(plan: pd.DataFrame, before: ModuleType, shape: tuple[int, int, in
     rows = plan[(plan.M == shape[0]) & (plan.N == shape[1]) & (plan.K == shape[2])]
     for config in (json.loads(text) for text in rows.config):
         runs[contender_name(config, ONE)] = functools.partial(
-            reconstruct.multiply, inputs.x, "palette", config, inputs.out, inputs.split, inputs.weight)
-        runs[contender_name(config, THREE)] = functools.partial(
-            before.multiply, inputs.x, "palette", config, inputs.out, workspace, inputs.weight)
+            reconstruct.multiply, inputs.x, "palette", dict(config, split_reduction="in_kernel"), inputs.out,
+            inputs.split, inputs.weight)
+        if before is None:
+            runs[contender_name(config, SEPARATE)] = functools.partial(
+                reconstruct.multiply, inputs.x, "palette", dict(config, split_reduction="separate_launches"),
+                inputs.out, inputs.split, inputs.weight)
+        else:
+            runs[contender_name(config, THREE)] = functools.partial(
+                before.multiply, inputs.x, "palette", config, inputs.out, workspace, inputs.weight)
     return checked_contenders(runs, inputs.out, expected)
 
 
 def summary(timings: pd.DataFrame, command: str) -> str:
+    """The contenders' medians against cuBLAS, and each split config's two ways (against stop 91's code, or today's)."""
+    three = THREE if timings["name"].str.endswith(THREE).any() else SEPARATE
     timing_command = ("PYTHONPATH=lib python3 benchmarks/compressed_split_k.py --plan results/compressed_split_k/plan.csv"
-                      " --before BEFORE --out CSV")
+                      + (" --before BEFORE" if three == THREE else "") + " --out CSV")
     return "\n\n".join([
         contender_summary(timings, TITLE, command, timing_command).rstrip("\n"),
-        "## Each split config in one launch and in three",
-        markdown_table(launches_table(timings, THREE)),
+        f"## Each split config in one launch and {three}",
+        markdown_table(launches_table(timings, three)),
     ]) + "\n"
 
 
@@ -98,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-plan", type=Path, help="write the plan CSV from --datasets (no GPU)")
     parser.add_argument("--datasets", type=Path, nargs="+", help="compressed_matmul datasets to plan from")
     parser.add_argument("--plan", type=Path, help="the plan CSV to time")
-    parser.add_argument("--before", type=Path, help="a folder with reconstruct.py as of stop 91")
+    parser.add_argument("--before", type=Path, help="a folder with reconstruct.py as of stop 91 (else today's two ways)")
     parser.add_argument("--out", type=Path, help="CSV of every timing; the summary goes beside it (.md)")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
@@ -109,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--write-plan needs --datasets")
         print(f"{len(write_plan(args.write_plan, args.datasets))} planned configs in {args.write_plan}")
         return 0
-    def time_plan(plan: pd.DataFrame, folder: Path) -> pd.DataFrame:
-        before = _module("reconstruct_before_stop92", folder / "reconstruct.py")
+    def time_plan(plan: pd.DataFrame, folder: Path | None) -> pd.DataFrame:
+        before = None if folder is None else _module("reconstruct_before_stop92", folder / "reconstruct.py")
         return time_contenders(SHAPES, lambda shape: contenders(plan, before, shape), args.rounds, args.seed)
 
     timings, command = read_or_time(parser, args, argv, "benchmarks/compressed_split_k.py", time_plan)

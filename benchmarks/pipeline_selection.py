@@ -69,13 +69,15 @@ def _ratio(numerator: float, denominator: float) -> str:
 
 
 def _describe(config: dict[str, Any]) -> str:
-    config = complete_config(NAME, config)  # a config recorded before decode_schedule existed
+    config = complete_config(NAME, config)  # a config recorded before decode_schedule or split_reduction existed
     schedule = "serial" if config["decode_schedule"] == "serial" else f"share {config['decode_sm_percent']} %"
     if config["pipeline"] == "decode_then_cublas":
         return f"decode_then_cublas, {schedule}"
     tile = "x".join(str(config[name]) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    return (f"{config['pipeline']}, {tile} split {config['SPLIT_K']} w{config['num_warps']} s{config['num_stages']}, "
-            f"{schedule}")
+    split = f"split {config['SPLIT_K']}"
+    if config["SPLIT_K"] > 1:
+        split += " summed in the kernel" if config["split_reduction"] == "in_kernel" else " summed by launches after it"
+    return f"{config['pipeline']}, {tile} {split} w{config['num_warps']} s{config['num_stages']}, {schedule}"
 
 
 def markdown(dataset_path: Path, dataset: Dataset, tuning: MlpTuning, settings: AutotuneSettings,

@@ -124,16 +124,17 @@ def summary(timings: pd.DataFrame, command: str, code: str) -> str:
 
 
 def read_or_time(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None, script: str,
-                 time_plan: Callable[[pd.DataFrame, Path], pd.DataFrame]) -> tuple[pd.DataFrame, str]:
-    """With --summarize, --out's timings; else `time_plan(--plan's plan, --before)`'s, written to --out atomically.
+                 time_plan: Callable[[pd.DataFrame, Path | None], pd.DataFrame]) -> tuple[pd.DataFrame, str]:
+    """With --summarize, --out's timings; else `time_plan(--plan's plan, --before or None)`'s, written to --out
+    atomically.
     And the command line that ran, for the summary."""
     if args.out is None:
         parser.error("--out is needed, with --plan and --before to time or with --summarize")
     command = f"PYTHONPATH=lib python3 {script} " + shlex.join(sys.argv[1:] if argv is None else argv)
     if args.summarize:
         return pd.read_csv(args.out), command
-    if args.plan is None or args.before is None:
-        parser.error("timing needs --plan and --before")
+    if args.plan is None:
+        parser.error("timing needs --plan")
     timings = time_plan(pd.read_csv(args.plan), args.before)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(args.out, timings.to_csv(index=False))
@@ -155,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_plan:
         print(f"{len(write_plan(args.write_plan))} planned configs in {args.write_plan}")
         return 0
-    def time_plan(plan: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    if not args.summarize and args.before is None:
+        parser.error("timing needs --before")
+
+    def time_plan(plan: pd.DataFrame, folder: Path | None) -> pd.DataFrame:
+        assert folder is not None  # checked above
         before = {"matmul": _module("matmul_before_stop91", folder / "matmul.py"),
                   "matmul_tma": _module("matmul_tma_before_stop91", folder / "matmul_tma.py")}
         shapes = list(dict.fromkeys(plan[["M", "N", "K"]].itertuples(index=False, name=None)))

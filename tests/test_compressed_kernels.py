@@ -296,23 +296,29 @@ def test_prefetched_projection_multiplies_the_current_buffer_while_decoding_the_
 
 @CPU_ONLY
 def test_split_configs_leave_their_buffers_zero_and_agree_with_the_unsplit_one():
-    """Split-K in one launch, twice on the same buffers. The interpreter's BF16 dot products are wrong (the GPU test
-    below checks the values), but they are the same per K block, so the splits' sums must equal the unsplit one's."""
+    """Split sums in the kernel and by launches after it, each twice on the same buffers. The interpreter's BF16 dot
+    products are wrong (the GPU test below checks the values), but they are the same per K block, so the splits' sums
+    must equal the unsplit one's."""
     bits = weights_with_outliers((1000, 40), specials=MULTIPLIABLE)
     tensors = to_device(compact.compress(bits, SMALL), "cpu")
     x = torch.randint(-3, 4, (3, 1000), generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
     split = reconstruct.SplitBuffers.zeroed(3, 40, "cpu")
-    outputs = []
-    for split_k in (1, 4, 4, 16):
+    outputs = {}
+    for split_k, reduction in ((1, "in_kernel"), (4, "in_kernel"), (4, "in_kernel"), (16, "in_kernel"),
+                               (4, "separate_launches"), (16, "separate_launches")):
         out = torch.full((3, 40), float("nan"), dtype=torch.bfloat16)
-        reconstruct.multiply(x, "palette", gpu_config(SPLIT_K=split_k), out, split, tensors)
-        assert not split.workspace.any() and not split.tile_counts.any(), split_k
-        outputs.append(out)
-    assert all(torch.equal(out, outputs[0]) for out in outputs[1:])
+        reconstruct.multiply(x, "palette", gpu_config(SPLIT_K=split_k, split_reduction=reduction), out, split, tensors)
+        assert not split.workspace.any() and not split.tile_counts.any(), (split_k, reduction)
+        outputs.setdefault(reduction, []).append(out)
+    unsplit = outputs["in_kernel"][0]
+    assert all(torch.equal(out, unsplit) for out in outputs["in_kernel"][1:])
+    # torch's cast of the workspace into BF16 may round otherwise than the interpreter's cast in the kernel
+    for out in outputs["separate_launches"]:
+        torch.testing.assert_close(out.float(), unsplit.float(), rtol=2**-7, atol=0)
 
 
 def test_even_k_only_where_no_program_reads_a_k_block_past_k():
-    config = dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, SPLIT_K=4, num_warps=4, num_stages=2)
+    config = dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, SPLIT_K=4, num_warps=4, num_stages=2, split_reduction="in_kernel")
     assert reconstruct._launch_arguments(config, "palette", 4096)["EVEN_K"]
     assert not reconstruct._launch_arguments(config, "palette", 192)["EVEN_K"]  # 3 K blocks, 4 programs: one past K
     assert reconstruct._launch_arguments(dict(config, SPLIT_K=1), "palette", 192)["EVEN_K"]
@@ -342,10 +348,12 @@ def test_wrapper_errors():
         reconstruct.multiply(x, "palette", dict(config, BLOCK_K=96), out, split, tensors)
     with pytest.raises(ValueError, match="M x 64"):
         reconstruct.multiply(torch.zeros(2, 63, dtype=torch.bfloat16), "palette", config, out, split, tensors)
+    with pytest.raises(ValueError, match=r"split_reduction=None for SPLIT_K=4; allowed: separate_launches, in_kernel"):
+        reconstruct.multiply(x, "palette", dict(config, SPLIT_K=4), out, split, tensors)
     other = reconstruct.SplitBuffers.zeroed(3, 32, "cpu")
     with pytest.raises(ValueError, match=r"SPLIT_K=4 adds into an fp32 workspace of M x N = 2 x 32, got torch.float32 "
                                          r"\(3, 32\)"):
-        reconstruct.multiply(x, "palette", dict(config, SPLIT_K=4), out, other, tensors)
+        reconstruct.multiply(x, "palette", dict(config, SPLIT_K=4, split_reduction="in_kernel"), out, other, tensors)
     with pytest.raises(ValueError, match="unknown decoder output 'fp32'"):
         decoders.output_buffer(tensors, "fp32")
     with pytest.raises(ValueError, match="contiguous torch.uint8 tensor of shape"):
@@ -378,7 +386,8 @@ GPU_SHAPES = [(4096, 1024), (1000, 333)]  # (K, N): a Llama-like slice, and odd 
 
 
 def gpu_config(**overrides):
-    return dict(dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, SPLIT_K=1, num_warps=4, num_stages=2), **overrides)
+    return dict(dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, SPLIT_K=1, num_warps=4, num_stages=2,
+                     split_reduction="in_kernel"), **overrides)
 
 
 # All inside the resource model. (64, 128, 64) with 8 warps and 3 stages is not here: Triton 3.6 builds a binary
@@ -420,7 +429,8 @@ def test_gpu_pipelines_are_bit_exact(pipeline, shape):
     weight = format.bits_to_bf16(bits).cuda()
     identity = torch.eye(shape[0], dtype=torch.bfloat16, device="cuda")
     configs = [None] if get_pipeline(pipeline).matmul_source is None else GPU_CONFIGS + [
-        gpu_config(SPLIT_K=4), gpu_config(SPLIT_K=16, BLOCK_K=128, num_warps=8)]
+        gpu_config(SPLIT_K=4), gpu_config(SPLIT_K=4, split_reduction="separate_launches"),
+        gpu_config(SPLIT_K=16, BLOCK_K=128, num_warps=8)]
     for config in configs:
         if config is None or config["SPLIT_K"] == 1:
             assert torch.equal(get_pipeline(pipeline)(identity, tensors, config, programs=33), weight), config
@@ -436,7 +446,8 @@ def test_gpu_pipelines_are_bit_exact(pipeline, shape):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("source", ["exponents", "palette"])
-@pytest.mark.parametrize("config", [gpu_config(SPLIT_K=4), gpu_config(SPLIT_K=16, BLOCK_K=128, num_warps=8)])
+@pytest.mark.parametrize("config", [gpu_config(SPLIT_K=4), gpu_config(SPLIT_K=16, BLOCK_K=128, num_warps=8),
+                                    gpu_config(SPLIT_K=16, split_reduction="separate_launches")])
 def test_gpu_every_launch_of_a_split_is_right(source, config):
     """One split config launched 30 times on the same buffers at a Llama-like slice and at odd sizes, every output
     checked: a race between splits, or a counter or workspace left unclean, shows as a wrong output."""

@@ -40,7 +40,9 @@ LAUNCH_PARAMETERS = ("decode_sm_percent", "decode_schedule")
 relative_error = numerics.relative_error  # ||out - ref|| / ||ref|| in fp64; inf on NaN or inf
 DECODE_SM_PERCENT = (50, 100)  # the decoder's share of the SMs; 25 % was never best on an H100
 DECODE_SCHEDULES = ("overlapped", "serial")  # serial: the side stream's overlap slowed decode_then_cublas on both GPUs
-ADDED_PARAMETERS = {"decode_schedule": "overlapped"}  # what configs recorded before stop 70 did
+# What configs recorded before a parameter joined did: overlapped decoding before stop 70; split sums by launches after
+# the kernel before stop 92 (whose first sweep summed them in the kernel and says so in a column of its own).
+ADDED_PARAMETERS = {"decode_schedule": "overlapped", "split_reduction": "separate_launches"}
 # The most K that one loop step of all split-K programs covers: the space's largest BLOCK_K x SPLIT_K.
 _LARGEST_K_BLOCKS = math.prod(max(parameter.values) for parameter in reconstruct.matmul_parameters()
                               if parameter.name in ("BLOCK_K", "SPLIT_K"))
@@ -72,6 +74,9 @@ def config_space() -> Space:
                    "direct_palette has no decoder: decode_sm_percent is 100"),
         Constraint("no_decoder_no_schedule", lambda c: decodes(c) or c["decode_schedule"] == "overlapped",
                    'direct_palette has no decoder: decode_schedule is "overlapped"'),
+        Constraint("unsplit_sums_nothing",
+                   lambda c: c["SPLIT_K"] > 1 or c["split_reduction"] == canonical["split_reduction"],
+                   f'an unsplit config has no partial sums: split_reduction is "{canonical["split_reduction"]}"'),
         Constraint("serial_decodes_on_every_sm",
                    lambda c: c["decode_schedule"] == "overlapped" or c["decode_sm_percent"] == 100,
                    'a "serial" decode has the GPU to itself: decode_sm_percent is 100'),

@@ -1,6 +1,6 @@
 """The reconstructive matmul: out = x @ W for BF16 x (M x K) and a compressed W (K x N), rebuilding BF16 tiles of W
-in registers before tl.dot, fp32 accumulation, split-K in one launch. Its tunable space is pruned by an explicit
-resource model.
+in registers before tl.dot, fp32 accumulation, split-K summed in the kernel or by launches after it. Its tunable space
+is pruned by an explicit resource model.
 
 Sources of W: "exponents" (sign+mantissa bytes + exponent bytes, pipeline 2), "palette" (sign+mantissa bytes +
 packed 4-bit codes + verbatim groups, pipelines 3 and 4) and "bfloat16" (W itself: the same loop on plain
@@ -21,9 +21,13 @@ import triton.language as tl
 
 from tunebench.kernels.compressed_matmul.device import DeviceWeight
 from tunebench.kernels.split_k import add_split, check_split_buffers, tile_counters
-from tunebench.space import Constraint, Ordinal, Parameter
+from tunebench.space import Choice, Constraint, Ordinal, Parameter
 
 SOURCES = ("bfloat16", "exponents", "palette")
+# How a split config's partial sums reach the output: fp32 atomic adds into a workspace, then a copy into the output and
+# the workspace zeroed by two launches after the kernel; or, in the kernel, the tile's last split stores the output and
+# zeroes the workspace (`split_k.add_split`). The second saves two launches but costs some configs registers.
+SPLIT_REDUCTIONS = ("separate_launches", "in_kernel")
 _SOURCE_ID = {name: index for index, name in enumerate(SOURCES)}
 GROUP_M = 8  # grouped launch order (row blocks that share W tiles run together); fixed: it matters little here
 
@@ -161,7 +165,7 @@ def reconstruct_matmul_kernel(
     x_ptr, out_ptr, workspace_ptr, tile_counts_ptr, weight_ptr, sign_mantissa_ptr, exponents_ptr, codes_ptr, flags_ptr,
     palette_ptr, groups_ptr, column_starts_ptr, verbatim_ptr, M, N, K, stride_xm, stride_om,
     SOURCE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr, EVEN_K: tl.constexpr,
+    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, LAST_SPLIT_STORES: tl.constexpr,
 ):
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -197,18 +201,20 @@ def reconstruct_matmul_kernel(
 
     out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :]
     out_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    workspace_ptrs = workspace_ptr + offs_m[:, None] * N + offs_n[None, :]
     if SPLIT_K == 1:
         tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
-    else:  # pid numbers the output tiles: it is the tile's counter
-        add_split(acc, workspace_ptr + offs_m[:, None] * N + offs_n[None, :], out_ptrs, out_mask, tile_counts_ptr + pid,
-                  SPLIT_K)
+    elif LAST_SPLIT_STORES:  # pid numbers the output tiles: it is the tile's counter
+        add_split(acc, workspace_ptrs, out_ptrs, out_mask, tile_counts_ptr + pid, SPLIT_K)
+    else:  # the launches after this one cast the workspace into the output and zero it
+        tl.atomic_add(workspace_ptrs, acc, mask=out_mask, sem="relaxed")
 
 
 # ---------------------------------------------------------------------------------------------
 # Config space and its resource model
 # ---------------------------------------------------------------------------------------------
 
-MATMUL_PARAMETERS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps", "num_stages")
+MATMUL_PARAMETERS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps", "num_stages")  # the tile config (constexprs)
 
 
 @dataclass(frozen=True)
@@ -237,6 +243,7 @@ def matmul_parameters() -> list[Parameter]:
         Ordinal("SPLIT_K", (1, 4, 16)),
         Ordinal("num_warps", (4, 8)),
         Ordinal("num_stages", (2, 3)),
+        Choice("split_reduction", SPLIT_REDUCTIONS),  # read only when SPLIT_K > 1
     ]
 
 
@@ -296,11 +303,23 @@ def _grid(config: Mapping[str, Any], m: int, n: int) -> tuple[int, int]:
     return triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]), config["SPLIT_K"]
 
 
+def sums_in_kernel(config: Mapping[str, Any]) -> bool:
+    """Whether a config's split partial sums reach the output in the kernel (`split_reduction`, which a split config
+    must name); False for an unsplit one."""
+    if config["SPLIT_K"] == 1:
+        return False
+    reduction = config.get("split_reduction")
+    if reduction not in SPLIT_REDUCTIONS:
+        raise ValueError(f"split_reduction={reduction!r} for SPLIT_K={config['SPLIT_K']}; allowed: "
+                         f"{', '.join(SPLIT_REDUCTIONS)}")
+    return reduction == "in_kernel"
+
+
 def _launch_arguments(config: Mapping[str, Any], source: str, k: int) -> dict[str, Any]:
     """The kernel's constexprs; EVEN_K: every program's K blocks lie inside K (so no tile needs rows zeroed)."""
     even_k = k % (config["BLOCK_K"] * config["SPLIT_K"]) == 0
     return {"SOURCE": _SOURCE_ID[source], "GROUP_M": GROUP_M, "EVEN_K": even_k,
-            **{name: config[name] for name in MATMUL_PARAMETERS}}
+            "LAST_SPLIT_STORES": sums_in_kernel(config), **{name: config[name] for name in MATMUL_PARAMETERS}}
 
 
 def _operands(source: str, weight: DeviceWeight | None, bf16_weight: torch.Tensor | None,
@@ -327,7 +346,7 @@ def multiply(x: torch.Tensor, source: str, config: Mapping[str, Any], out: torch
              exponents: torch.Tensor | None = None, codes: torch.Tensor | None = None) -> torch.Tensor:
     """out = x @ W with W read from `source`: "bfloat16" reads `bf16_weight`; "exponents" reads `exponents` and the
     sign+mantissa bytes of `weight`; "palette" reads `codes` (default: the resident `weight.codes`) and the rest of
-    `weight`'s palette form. `split` (for M x N) takes the split-K partial sums."""
+    `weight`'s palette form. `split` (for M x N) takes the split-K partial sums, and is zero again on return."""
     pointers, (k, n) = _operands(source, weight, bf16_weight, exponents, codes)
     if x.dtype != torch.bfloat16 or x.dim() != 2 or x.stride(1) != 1 or x.shape[1] != k:
         raise ValueError(f"x must be a bfloat16 M x {k} tensor with unit column stride, got {x.dtype} {tuple(x.shape)}")
@@ -339,9 +358,12 @@ def multiply(x: torch.Tensor, source: str, config: Mapping[str, Any], out: torch
     m = x.shape[0]
     if config["SPLIT_K"] > 1:
         check_split_buffers(split.workspace, split.tile_counts, m, n, config["SPLIT_K"])
+    arguments = _launch_arguments(config, source, k)
     reconstruct_matmul_kernel[_grid(config, m, n)](
-        x, out, split.workspace, split.tile_counts, *pointers, m, n, k, x.stride(0), out.stride(0),
-        **_launch_arguments(config, source, k))
+        x, out, split.workspace, split.tile_counts, *pointers, m, n, k, x.stride(0), out.stride(0), **arguments)
+    if config["SPLIT_K"] > 1 and not arguments["LAST_SPLIT_STORES"]:
+        out.copy_(split.workspace)
+        split.workspace.zero_()
     return out
 
 
