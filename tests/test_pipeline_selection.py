@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
+from tunebench.kernels import complete_config
 from tunebench.kernels.compressed_matmul import compact, family, synthetic
 from tunebench.kernels.compressed_matmul.autotune import (
     AutotuneSettings, BucketTuning, Choice, MlpTuning, ProjectionChoice, ReplayStepEvaluators, autotune,
@@ -132,9 +133,10 @@ def test_coordinate_descent_finds_each_bucket_optimum_and_stops(dataset, exhaust
 
 
 def test_budgeted_search_is_never_slower_than_a_fixed_pipeline_and_rounds_keep_gains(dataset):
-    settings = AutotuneSettings(strategy="random", evaluations_per_pipeline=3, threshold=0.0, max_rounds=6)
+    # Two draws a pipeline a round: in a space of 1,473 configs three found each bucket's best draw by the second round
+    settings = AutotuneSettings(strategy="random", evaluations_per_pipeline=2, threshold=0.0, max_rounds=6)
     tuning = autotune(LLAMA_3_1_8B, BATCHES, ReplayStepEvaluators(dataset), settings)
-    assert tuning.evaluations <= 6 * len(BATCHES) * 3 * (3 * 3 + 2)
+    assert tuning.evaluations <= 6 * len(BATCHES) * 3 * (3 * 2 + 2)
     rounds = []
     for bucket in tuning.buckets:
         totals = bucket.round_totals_ms
@@ -563,9 +565,11 @@ def test_a_selection_file_from_before_the_decode_schedule_reads_as_overlapped(tm
 
 
 def recorded_space_configs(dataset: Dataset) -> list[dict]:
-    """The current space's configs whose every value the dataset's recorded parameters allow (the space as it was
-    when the dataset was swept: SPLIT_K 16 came in stop 92)."""
-    allowed = {parameter.name: set(parameter.values) for parameter in dataset.parameters}
+    """The current space's configs whose every value the dataset's recorded parameters allow, a parameter it does not
+    record taking its old value (`ADDED_PARAMETERS`): the space as it was when the dataset was swept (SPLIT_K 16 and
+    split_reduction came in stop 92)."""
+    allowed = {name: {value} for name, value in family.ADDED_PARAMETERS.items()}
+    allowed.update({parameter.name: set(parameter.values) for parameter in dataset.parameters})
     return [config for config in CONFIGS if all(config[name] in allowed[name] for name in SPACE.names)]
 
 
@@ -574,7 +578,8 @@ def test_the_serial_configs_file_holds_the_spaces_serial_configs():
     recorded = json.loads((REPOSITORY / "results" / "datasets" / "compressed_matmul_serial_configs.json").read_text())
     h200 = load_dataset(REPOSITORY / "results" / "datasets" / "compressed_matmul_bfloat16_h200.parquet",
                         kernel=family.NAME)
-    assert recorded == [config for config in recorded_space_configs(h200) if config["decode_schedule"] == "serial"]
+    assert [complete_config(family.NAME, config) for config in recorded] == [
+        config for config in recorded_space_configs(h200) if config["decode_schedule"] == "serial"]
 
 
 def test_the_h200_dispatch_decodes_from_batch_256():
@@ -606,6 +611,14 @@ def test_the_h200_dispatch_decodes_from_batch_256():
             assert overlapped / step > 1.02
 
 
+def test_the_separate_launches_configs_file_holds_the_spaces_split_configs_summed_after_the_kernel():
+    """What the H100 sitting that added the second way of summing split configs measured (`--configs`)."""
+    recorded = json.loads((REPOSITORY / "results" / "datasets" /
+                           "compressed_matmul_separate_launches_configs.json").read_text())
+    assert recorded == [config for config in CONFIGS
+                        if config["SPLIT_K"] > 1 and config["split_reduction"] == "separate_launches"]
+
+
 @pytest.mark.parametrize("name, gpu, split_k", [("h200", "NVIDIA H200", (1, 4)),
                                                 ("h100", "NVIDIA H100 80GB HBM3", (1, 4, 16))])
 def test_the_recorded_datasets_hold_every_config_of_their_space_on_every_llama_shape(name, gpu, split_k):
@@ -614,7 +627,8 @@ def test_the_recorded_datasets_hold_every_config_of_their_space_on_every_llama_s
                             kernel=family.NAME)
     assert recorded.provenance["gpu_name"] == gpu and recorded.provenance["triton"] == "3.6.0"
     assert next(parameter.values for parameter in recorded.parameters if parameter.name == "SPLIT_K") == split_k
-    measured = recorded.measurements
+    measured = recorded.measurements  # a parameter it does not record means its old value
+    measured = measured.assign(**{name: value for name, value in family.ADDED_PARAMETERS.items() if name not in measured})
     assert (measured["status"] == "ok").all()
     keys = {(tuple(row[:3]), SPACE.key(dict(zip(SPACE.names, row[3:]))))
             for row in measured[["M", "N", "K", *SPACE.names]].itertuples(index=False)}
