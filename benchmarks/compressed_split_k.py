@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from split_k_epilogue import _module, _plain, read_or_time
+from split_k_epilogue import _module, _plain, add_rounds_arguments, read_or_time
 from tunebench.files import write_text_atomically
 from tunebench.measure.probe_rounds import Contender, checked_contenders, contender_summary, time_contenders
 from tunebench.split_k_rounds import ONE, launches_table
@@ -56,7 +56,8 @@ def write_plan(path: Path, datasets: list[Path]) -> pd.DataFrame:
                 if (shape, tile) not in seen:
                     seen.add((shape, tile))
                     rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "dataset": dataset_path.name,
-                                 "recorded_ms": float(row["latency_ms"]), "config": json.dumps(dict(zip(MATMUL, tile)))})
+                                 "recorded_ms": float(row["latency_ms"]),
+                                 "config": json.dumps(dict(zip(MATMUL, tile)))})
     plan = pd.DataFrame(rows)
     write_text_atomically(path, plan.to_csv(index=False))
     return plan
@@ -78,7 +79,7 @@ def contenders(plan: pd.DataFrame, before: ModuleType | None, shape: tuple[int, 
 
     inputs = family.make_inputs(shape, "bfloat16")
     expected = family.reference(inputs)
-    workspace = torch.empty_like(inputs.split.workspace)  # the code before zeroes its own
+    workspace = None if before is None else torch.empty_like(inputs.split.workspace)  # the code before zeroes its own
     runs: dict[str, Callable[[], Any]] = {
         "cuBLAS": lambda: torch.matmul(inputs.x, inputs.bf16_weight, out=inputs.out)}
     rows = plan[(plan.M == shape[0]) & (plan.N == shape[1]) & (plan.K == shape[2])]
@@ -99,8 +100,9 @@ def contenders(plan: pd.DataFrame, before: ModuleType | None, shape: tuple[int, 
 def summary(timings: pd.DataFrame, command: str) -> str:
     """The contenders' medians against cuBLAS, and each split config's two ways (against stop 91's code, or today's)."""
     three = THREE if timings["name"].str.endswith(THREE).any() else SEPARATE
-    timing_command = ("PYTHONPATH=lib python3 benchmarks/compressed_split_k.py --plan results/compressed_split_k/plan.csv"
-                      + (" --before BEFORE" if three == THREE else "") + " --out CSV")
+    plan = "plan.csv --before BEFORE" if three == THREE else "plan_reductions.csv"
+    timing_command = ("PYTHONPATH=lib python3 benchmarks/compressed_split_k.py "
+                      f"--plan results/compressed_split_k/{plan} --out CSV")
     return "\n\n".join([
         contender_summary(timings, TITLE, command, timing_command).rstrip("\n"),
         f"## Each split config in one launch and {three}",
@@ -112,12 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write-plan", type=Path, help="write the plan CSV from --datasets (no GPU)")
     parser.add_argument("--datasets", type=Path, nargs="+", help="compressed_matmul datasets to plan from")
-    parser.add_argument("--plan", type=Path, help="the plan CSV to time")
-    parser.add_argument("--before", type=Path, help="a folder with reconstruct.py as of stop 91 (else today's two ways)")
-    parser.add_argument("--out", type=Path, help="CSV of every timing; the summary goes beside it (.md)")
-    parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--summarize", action="store_true", help="only write the summary of --out's timings")
+    add_rounds_arguments(parser, "a folder with reconstruct.py as of stop 91 (else today's two ways)")
     args = parser.parse_args(argv)
     if args.write_plan:
         if not args.datasets:

@@ -123,6 +123,16 @@ def summary(timings: pd.DataFrame, command: str, code: str) -> str:
     ]) + "\n"
 
 
+def add_rounds_arguments(parser: argparse.ArgumentParser, before_help: str) -> None:
+    """The options both side-by-side benchmarks take: --plan, --before, --out, --rounds, --seed, --summarize."""
+    parser.add_argument("--plan", type=Path, help="the plan CSV to time")
+    parser.add_argument("--before", type=Path, help=before_help)
+    parser.add_argument("--out", type=Path, help="CSV of every timing; the summary goes beside it (.md)")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--summarize", action="store_true", help="only write the summary of --out's timings")
+
+
 def read_or_time(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None, script: str,
                  time_plan: Callable[[pd.DataFrame, Path | None], pd.DataFrame]) -> tuple[pd.DataFrame, str]:
     """With --summarize, --out's timings; else `time_plan(--plan's plan, --before or None)`'s, written to --out
@@ -144,12 +154,7 @@ def read_or_time(parser: argparse.ArgumentParser, args: argparse.Namespace, argv
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write-plan", type=Path, help="write the plan CSV from the recorded datasets (no GPU)")
-    parser.add_argument("--plan", type=Path, help="the plan CSV to time")
-    parser.add_argument("--before", type=Path, help="a folder with matmul.py and matmul_tma.py as of stop 90")
-    parser.add_argument("--out", type=Path, help="CSV of every timing; the summary goes beside it (.md)")
-    parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--summarize", action="store_true", help="only write the summary of --out's timings")
+    add_rounds_arguments(parser, "a folder with matmul.py and matmul_tma.py as of stop 90")
     parser.add_argument("--code", default="the code of this checkout",
                         help="what the one-launch code was, when --summarize describes timings of other code")
     args = parser.parse_args(argv)

@@ -628,7 +628,8 @@ def test_the_recorded_datasets_hold_every_config_of_their_space_on_every_llama_s
     assert recorded.provenance["gpu_name"] == gpu and recorded.provenance["triton"] == "3.6.0"
     assert next(parameter.values for parameter in recorded.parameters if parameter.name == "SPLIT_K") == split_k
     measured = recorded.measurements  # a parameter it does not record means its old value
-    measured = measured.assign(**{name: value for name, value in family.ADDED_PARAMETERS.items() if name not in measured})
+    measured = measured.assign(**{name: value for name, value in family.ADDED_PARAMETERS.items()
+                                  if name not in measured})
     assert (measured["status"] == "ok").all()
     keys = {(tuple(row[:3]), SPACE.key(dict(zip(SPACE.names, row[3:]))))
             for row in measured[["M", "N", "K", *SPACE.names]].itertuples(index=False)}
