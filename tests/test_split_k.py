@@ -14,6 +14,8 @@ from tunebench.kernels import get_kernel, matmul, split_k
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import compressed_split_k  # noqa: E402
+import compressed_split_profile  # noqa: E402
+import compressed_split_variants  # noqa: E402
 import split_k_epilogue  # noqa: E402
 import split_k_stress  # noqa: E402
 
@@ -107,6 +109,34 @@ def test_the_stress_takes_the_cases_then_the_plans_split_configs(tmp_path):
     chosen = split_k_stress.stress_cases(cases, plan)
     assert [(case["shape"], case["config"]["SPLIT_K"]) for case in chosen] == [([72, 1280, 8192], 8),
                                                                                 ([2, 712, 4648], 8)]
+
+
+def test_each_split_variant_is_one_substitution_of_todays_source_and_imports():
+    """A variant whose text no longer occurs in `split_k.py` would time the sum as built under another name."""
+    for index, (substitutions, _) in enumerate(compressed_split_variants.VARIANTS.values()):
+        module = compressed_split_variants.variant_module(index)
+        assert module.reconstruct_matmul_kernel is not None and len(substitutions) >= 1
+    with pytest.raises(ValueError, match="expected 'absent' once, found it 0 times"):
+        compressed_split_variants.substituted("text", (("absent", "x"),), Path("split_k.py"))
+
+
+def test_the_profile_summary_puts_two_ways_side_by_side(tmp_path):
+    header = ('"ID","Kernel Name","gpu__time_duration.sum","launch__registers_per_thread",'
+              '"smsp__average_warps_issue_stalled_membar_per_issue_active.ratio"')
+    profiles = {}
+    for way, (microseconds, registers) in zip(compressed_split_profile.WAYS, ((88.0, 80), (75.5, 72))):
+        rows = [f'"{launch}","reconstruct_matmul_kernel","{microseconds + launch}","{registers}","0.5"'
+                for launch in range(3)]
+        profiles[way] = tmp_path / f"{way}.csv"
+        lines = ["==PROF== printed first", header, '"","","us","register/thread",""', *rows]
+        profiles[way].write_text("\n".join(lines))
+    summary = compressed_split_profile.summarize(profiles, "a GPU")
+    assert "| in_kernel | reconstruct_matmul_kernel | 3 | 89 | 80 |" in summary
+    assert "| separate_launches | reconstruct_matmul_kernel | 3 | 76.5 | 72 |" in summary
+    assert "| membar | 0.500 | 0.500 |" in summary
+    (tmp_path / "failed.csv").write_text("==ERROR== the application returned an error code (1)\n")
+    with pytest.raises(ValueError, match="no Nsight Compute raw page"):
+        compressed_split_profile.read_raw(tmp_path / "failed.csv")
 
 
 @pytest.mark.gpu
