@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import re
-import subprocess
 import sys
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -30,6 +28,7 @@ from triton.compiler import ASTSource
 
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
+from tunebench.kernels.cubin import resource_usage
 
 DIVISOR = 16  # Triton specializes integer arguments (N, K, the strides) on divisibility by 16: vectorized loads
 DIVISIBILITIES = (16, 8, 4, 2, 1)  # what the compiler may know of N or K: gcd(value, 16)
@@ -90,24 +89,11 @@ def compile_matmul(config: Mapping[str, Any], n_divisibility: int, k_divisibilit
                           options={"num_warps": int(config["num_warps"]), "num_stages": int(config["num_stages"])})
 
 
-def _cuobjdump() -> str:
-    return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
-
-
 def kernel_facts(compiled: Any) -> dict[str, int]:
     """Shared memory (Triton's metadata), registers and local memory per thread (cuobjdump of the cubin), and the
     PTX instruction counts of INSTRUCTIONS."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "kernel.cubin"
-        path.write_bytes(compiled.asm["cubin"])
-        usage = subprocess.run([_cuobjdump(), "--dump-resource-usage", str(path)], check=True, capture_output=True,
-                               text=True).stdout
-    found = {key: int(value) for key, value in re.findall(r"\b(REG|LOCAL):(\d+)", usage)}
-    if "REG" not in found:
-        raise RuntimeError(f"cuobjdump printed no register count: {usage!r}")
     ptx = compiled.asm["ptx"]
-    return {"shared_memory_bytes": int(compiled.metadata.shared), "registers": found["REG"],
-            "local_memory_bytes": found.get("LOCAL", 0),
+    return {"shared_memory_bytes": int(compiled.metadata.shared), **resource_usage(compiled),
             **{name: len(re.findall(pattern, ptx)) for name, pattern in INSTRUCTIONS.items()}}
 
 
