@@ -3,7 +3,8 @@
 
 Run: `.venv/bin/python benchmarks/add_configs.py --dataset D --later J --shapes 256x11008x4096,... --out OUT`, where J
 is the later sitting's journal (.jsonl or .gz) or the dataset it wrote. Every added row names its sitting in the
-provenance; each shape keeps the sweep's cuBLAS row, so the sweep's configs compare with cuBLAS as before.
+provenance; each shape keeps the sweep's cuBLAS row, so the sweep's configs compare with cuBLAS as before. With
+`--replace`, configs the sweep already holds are timed again (their binary changed) and the later rows replace them.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ def main() -> int:
                         help="the later sitting's journal (.jsonl or .gz), or the dataset it wrote (.parquet)")
     parser.add_argument("--shapes", required=True, help="comma-separated MxNxK shapes of the sweep to keep")
     parser.add_argument("--out", type=Path, required=True, help="the combined dataset to write")
+    parser.add_argument("--replace", action="store_true",
+                        help="let the later sitting's rows replace configs the sweep already holds")
     args = parser.parse_args()
     base = load_dataset(args.dataset)
     try:
         combined = with_added_configs(base, read_records(args.later),
-                                      parse_shapes(args.shapes, len(base.shape_names)))
+                                      parse_shapes(args.shapes, len(base.shape_names)), replace=args.replace)
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -299,6 +299,23 @@ def test_configs_a_later_sitting_timed_join_a_sweeps_shapes_beside_its_vendor_ro
     assert len(load_dataset(out).measurements) == 14 and "14 config rows from 2 sittings" in capsys.readouterr().out
 
 
+def test_a_later_sitting_replaces_the_configs_it_timed_again_only_when_asked(tmp_path, monkeypatch):
+    """Configs whose binary changed are timed again and replace the sweep's rows (`--replace`); the others stay."""
+    every = sweep_configs("matmul_tma")[:4]
+    base, later = tmp_path / "base.parquet", tmp_path / "later.parquet"
+    assert sweep("matmul_tma", "bfloat16", SHAPES, base, configs=every, make_bench=FlagsStandIn)
+    assert sweep("matmul_tma", "bfloat16", SHAPES, later, configs=every[2:], make_bench=FlagsStandIn)
+    records = read_records(later.with_suffix(".journal") / "journal.jsonl")
+    with pytest.raises(ValueError, match="2 of the added configs are in the base already"):
+        with_added_configs(load_dataset(base), records, SHAPES)
+    combined = with_added_configs(load_dataset(base), records, SHAPES, replace=True)
+    assert len(combined.measurements) == 4 * len(SHAPES)
+    space = get_kernel("matmul_tma").config_space()
+    for shape in SHAPES:
+        sittings = dict(zip(map(space.key, combined.configs(shape)), combined.task(shape)["sitting"]))
+        assert sittings == {space.key(config): 0 if index < 2 else 1 for index, config in enumerate(every)}
+
+
 def test_given_configs_recorded_before_a_parameter_joined_the_space_mean_its_old_value():
     recorded = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "PROGRAMS_PER_SM": 0,
                 "WARP_SPECIALIZE": False, "FLATTEN": False, "EPILOGUE_SPLIT": 2, "num_warps": 4, "num_stages": 4}

@@ -234,12 +234,14 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shapes: Sequence[Shape]) -> Dataset:
+def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shapes: Sequence[Shape], *,
+                       replace: bool = False) -> Dataset:
     """`base` at `shapes` with the configs that a later sitting measured there added (`records`: its journal's, or
     its dataset's by `read_records`). Each added row names its own sitting, listed after the base's, whose count of
     measurements before it includes the base's rows; the base's vendor rows stay, so that every config is compared
     with the vendor library's timing from the base. Refused: a shape the base lacks, a later sitting on another GPU,
-    a shape that lacks some of the added configs, and a config the base already holds there."""
+    a shape that lacks some of the added configs, and, unless `replace` (the later sitting's rows then replace the
+    base's: configs whose binary changed), a config the base already holds there."""
     space = get_kernel(base.kernel).config_space()
     shapes = [tuple(shape) for shape in shapes]
     missing = sorted(set(shapes) - set(base.shapes()))
@@ -262,7 +264,7 @@ def with_added_configs(base: Dataset, records: Sequence[Mapping[str, Any]], shap
                          f"they lack): {short}")
     for shape in shapes:
         held = every & {space.key(complete_config(base.kernel, config)) for config in base.configs(shape)}
-        if held:
+        if held and not replace:
             raise ValueError(f"{len(held)} of the added configs are in the base already at {shape}, e.g. "
                              f"{sorted(held)[0]}")
     kept = [record for record in dataset_records(base)
