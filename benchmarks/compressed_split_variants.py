@@ -5,7 +5,8 @@ step out or order it more weakly, timed side by side with the sum as built and t
 
 Each variant is a copy of `split_k.py` and `reconstruct.py` with one text substitution, written to a temporary folder
 and imported from there (the kernels' hashes never see them). Variants marked "wrong by design" skip a step the result
-needs; they are timed unchecked, to price that step. The others are checked against the fp32 product first.
+needs; they are timed unchecked, to price that step. The others are checked against the fp32 product first. All
+take the compiler's choice of registers (`register_cap` "none").
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def _ratio(numerator: float, denominator: float) -> str:
 
 
 def _describe(config: dict[str, Any]) -> str:
-    config = complete_config(NAME, config)  # a config recorded before decode_schedule or split_reduction existed
+    config = complete_config(NAME, config)  # a config recorded before one of ADDED_PARAMETERS existed
     schedule = "serial" if config["decode_schedule"] == "serial" else f"share {config['decode_sm_percent']} %"
     if config["pipeline"] == "decode_then_cublas":
         return f"decode_then_cublas, {schedule}"
@@ -77,6 +77,8 @@ def _describe(config: dict[str, Any]) -> str:
     split = f"split {config['SPLIT_K']}"
     if config["SPLIT_K"] > 1:
         split += " summed in the kernel" if config["split_reduction"] == "in_kernel" else " summed by launches after it"
+    if config["register_cap"] == "as_by_launches":
+        split += " (registers as by launches)"
     return f"{config['pipeline']}, {tile} {split} w{config['num_warps']} s{config['num_stages']}, {schedule}"
 
 

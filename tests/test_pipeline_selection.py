@@ -615,14 +615,23 @@ def test_the_separate_launches_configs_file_holds_the_spaces_split_configs_summe
     """What the H100 sitting that added the second way of summing split configs measured (`--configs`)."""
     recorded = json.loads((REPOSITORY / "results" / "datasets" /
                            "compressed_matmul_separate_launches_configs.json").read_text())
-    assert recorded == [config for config in CONFIGS
-                        if config["SPLIT_K"] > 1 and config["split_reduction"] == "separate_launches"]
+    assert [complete_config(family.NAME, config) for config in recorded] == [
+        config for config in CONFIGS if config["SPLIT_K"] > 1 and config["split_reduction"] == "separate_launches"]
+
+
+def test_the_register_cap_configs_file_holds_the_spaces_capped_configs():
+    """What the H100 sitting that added the in-kernel sum's register cap measured (`--configs`)."""
+    recorded = json.loads((REPOSITORY / "results" / "datasets" / "compressed_matmul_register_cap_configs.json"
+                           ).read_text())
+    assert recorded == [config for config in CONFIGS if config["register_cap"] == "as_by_launches"]
 
 
 @pytest.mark.parametrize("name, gpu, split_k", [("h200", "NVIDIA H200", (1, 4)),
                                                 ("h100", "NVIDIA H100 80GB HBM3", (1, 4, 16))])
 def test_the_recorded_datasets_hold_every_config_of_their_space_on_every_llama_shape(name, gpu, split_k):
-    """Stop 81's H200 sweep in the space as it was; stop 92's H100 sweep (split-K in one launch) in today's."""
+    """Stop 81's H200 sweep in the space as it was; stop 92's H100 sweep (split-K in one launch) in today's, but for
+    transcode_palette's configs with their registers capped, which no sitting of stop 93 had device time left for
+    (that pipeline is never the dispatch's pick)."""
     recorded = load_dataset(REPOSITORY / "results" / "datasets" / f"compressed_matmul_bfloat16_{name}.parquet",
                             kernel=family.NAME)
     assert recorded.provenance["gpu_name"] == gpu and recorded.provenance["triton"] == "3.6.0"
@@ -633,9 +642,10 @@ def test_the_recorded_datasets_hold_every_config_of_their_space_on_every_llama_s
     assert (measured["status"] == "ok").all()
     keys = {(tuple(row[:3]), SPACE.key(dict(zip(SPACE.names, row[3:]))))
             for row in measured[["M", "N", "K", *SPACE.names]].itertuples(index=False)}
-    configs = recorded_space_configs(recorded)
+    configs = [config for config in recorded_space_configs(recorded)
+               if (config["pipeline"], config["register_cap"]) != ("transcode_palette", "as_by_launches")]
     assert keys == {(shape, SPACE.key(config)) for shape in family.SHAPE_SETS["default"] for config in configs}
-    assert len(configs) == (len(CONFIGS) if name == "h100" else 591)
+    assert len(configs) == (len(CONFIGS) - 252 if name == "h100" else 591)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -655,7 +665,7 @@ def test_benchmark_runs_end_to_end_on_a_recorded_dataset(tmp_path, dataset, caps
     save_dataset(dataset, path)
     out = tmp_path / "selection"
     arguments = ["--strategy", "pattern", "--strategy-setting", "initial_population=40",
-                 "--evaluations-per-pipeline", "90"]
+                 "--evaluations-per-pipeline", "120"]
     assert benchmark_module().main([str(path), "--out-dir", str(out), *arguments]) == 0
     selection = load_selection(out / file_name(MODEL, GPU), model=MODEL, gpu=GPU)
     assert selection.provenance["dataset"] == str(path) and selection.provenance["seeds"][0] == 0

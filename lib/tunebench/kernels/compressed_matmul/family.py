@@ -41,8 +41,9 @@ relative_error = numerics.relative_error  # ||out - ref|| / ||ref|| in fp64; inf
 DECODE_SM_PERCENT = (50, 100)  # the decoder's share of the SMs; 25 % was never best on an H100
 DECODE_SCHEDULES = ("overlapped", "serial")  # serial: the side stream's overlap slowed decode_then_cublas on both GPUs
 # What configs recorded before a parameter joined did: overlapped decoding before stop 70; split sums by launches after
-# the kernel before stop 92 (whose first sweep summed them in the kernel and says so in a column of its own).
-ADDED_PARAMETERS = {"decode_schedule": "overlapped", "split_reduction": "separate_launches"}
+# the kernel before stop 92 (whose first sweep summed them in the kernel and says so in a column of its own); the
+# compiler's choice of registers before stop 93.
+ADDED_PARAMETERS = {"decode_schedule": "overlapped", "split_reduction": "separate_launches", "register_cap": "none"}
 # The most K that one loop step of all split-K programs covers: the space's largest BLOCK_K x SPLIT_K.
 _LARGEST_K_BLOCKS = math.prod(max(parameter.values) for parameter in reconstruct.matmul_parameters()
                               if parameter.name in ("BLOCK_K", "SPLIT_K"))
@@ -77,6 +78,11 @@ def config_space() -> Space:
         Constraint("unsplit_sums_nothing",
                    lambda c: c["SPLIT_K"] > 1 or c["split_reduction"] == canonical["split_reduction"],
                    f'an unsplit config has no partial sums: split_reduction is "{canonical["split_reduction"]}"'),
+        Constraint("caps_only_a_sum_in_the_kernel",
+                   lambda c: (c["SPLIT_K"] > 1 and c["split_reduction"] == "in_kernel")
+                   or c["register_cap"] == canonical["register_cap"],
+                   f'only a split summed in the kernel caps its registers: register_cap is '
+                   f'"{canonical["register_cap"]}"'),
         Constraint("serial_decodes_on_every_sm",
                    lambda c: c["decode_schedule"] == "overlapped" or c["decode_sm_percent"] == 100,
                    'a "serial" decode has the GPU to itself: decode_sm_percent is 100'),

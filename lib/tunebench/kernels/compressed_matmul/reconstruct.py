@@ -11,6 +11,7 @@ a time, both rows' BF16 values in one 32-bit word: they share a code byte, a 64-
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -19,6 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tunebench.kernels import cubin
 from tunebench.kernels.compressed_matmul.device import DeviceWeight
 from tunebench.kernels.split_k import add_split, check_split_buffers, tile_counters
 from tunebench.space import Choice, Constraint, Ordinal, Parameter
@@ -26,8 +28,11 @@ from tunebench.space import Choice, Constraint, Ordinal, Parameter
 SOURCES = ("bfloat16", "exponents", "palette")
 # How a split config's partial sums reach the output: fp32 atomic adds into a workspace, then a copy into the output and
 # the workspace zeroed by two launches after the kernel; or, in the kernel, the tile's last split stores the output and
-# zeroes the workspace (`split_k.add_split`). The second saves two launches but costs some configs registers.
+# zeroes the workspace (`split_k.add_split`), which saves the two launches.
 SPLIT_REDUCTIONS = ("separate_launches", "in_kernel")
+# The registers a thread of a config summed in the kernel: the compiler's choice, or at most as many as the same tile
+# summed by launches takes (`register_cap`).
+REGISTER_CAPS = ("none", "as_by_launches")
 _SOURCE_ID = {name: index for index, name in enumerate(SOURCES)}
 GROUP_M = 8  # grouped launch order (row blocks that share W tiles run together); fixed: it matters little here
 
@@ -214,7 +219,8 @@ def reconstruct_matmul_kernel(
 # Config space and its resource model
 # ---------------------------------------------------------------------------------------------
 
-MATMUL_PARAMETERS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps", "num_stages")  # the tile config (constexprs)
+# the tile config (constexprs and compile options)
+MATMUL_PARAMETERS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_warps", "num_stages")
 
 
 @dataclass(frozen=True)
@@ -239,11 +245,12 @@ def matmul_parameters() -> list[Parameter]:
         Ordinal("BLOCK_N", (64, 128)),
         Ordinal("BLOCK_K", (64, 128)),
         # Spreads K over more programs when M and N give few output tiles: at batch 1 on an H100 the palette matmul's
-        # time fell with its programs from 64 to 256 (down projection, 0.294 to 0.125 ms; stop 81's sweep).
+        # time fell with its programs from 64 to 256 (down projection, 0.294 to 0.125 ms; stop 83's H100 sweep).
         Ordinal("SPLIT_K", (1, 4, 16)),
         Ordinal("num_warps", (4, 8)),
         Ordinal("num_stages", (2, 3)),
         Choice("split_reduction", SPLIT_REDUCTIONS),  # read only when SPLIT_K > 1
+        Choice("register_cap", REGISTER_CAPS),  # read only when the split is summed in the kernel
     ]
 
 
@@ -274,7 +281,8 @@ def matmul_constraints(applies: Callable[[Mapping[str, Any]], bool] = lambda con
                    holds(lambda use: use["accumulator_elements_per_thread"] <= limits.accumulator_registers_per_thread),
                    f"BLOCK_M*BLOCK_N / (32*num_warps) <= {limits.accumulator_registers_per_thread}"),
         Constraint("warps_for_tile",
-                   holds(lambda use: use["accumulator_elements_per_thread"] >= limits.min_accumulator_elements_per_thread),
+                   holds(lambda use: use["accumulator_elements_per_thread"]
+                         >= limits.min_accumulator_elements_per_thread),
                    f"BLOCK_M*BLOCK_N / (32*num_warps) >= {limits.min_accumulator_elements_per_thread}"),
         Constraint("rebuild_registers",
                    holds(lambda use: use["rebuilt_elements_per_thread"] <= limits.rebuilt_elements_per_thread),
@@ -322,6 +330,27 @@ def _launch_arguments(config: Mapping[str, Any], source: str, k: int) -> dict[st
             "LAST_SPLIT_STORES": sums_in_kernel(config), **{name: config[name] for name in MATMUL_PARAMETERS}}
 
 
+def register_cap(config: Mapping[str, Any], source: str, n: int, k: int) -> int | None:
+    """The registers a thread that a config may take on the GPU (Triton's `maxnreg`), or None for the compiler's
+    choice. A config summed in the kernel with `register_cap` "as_by_launches" takes at most as many as the same tile's
+    binary summed by launches, so that the last split's epilogue cannot cost the main loop registers and an SM
+    programs. At the compiler's choice on an H100 (Triton 3.6), 16x64x64 split 4 w4 s3 took 80 registers in the
+    kernel and 72 by launches: 6 programs an SM instead of 7, so its 896 programs at gate, batch 1 ran in 1.13 waves
+    instead of 0.97 (results/compressed_split_k/profile_h100.md)."""
+    cap = config.get("register_cap", "none")
+    if cap not in REGISTER_CAPS:
+        raise ValueError(f"register_cap={cap!r}; allowed: {', '.join(REGISTER_CAPS)}")
+    if cap == "none" or not sums_in_kernel(config):
+        return None
+    return _registers_summed_by_launches(source, tuple(config[name] for name in MATMUL_PARAMETERS), n, k)
+
+
+@functools.cache
+def _registers_summed_by_launches(source: str, tile: tuple[int, ...], n: int, k: int) -> int:
+    twin = {**dict(zip(MATMUL_PARAMETERS, tile)), "split_reduction": "separate_launches"}
+    return cubin.resource_usage(compile_matmul(twin, source, (1, n, k)))["registers"]  # M is never specialized on
+
+
 def _operands(source: str, weight: DeviceWeight | None, bf16_weight: torch.Tensor | None,
               exponents: torch.Tensor | None, codes: torch.Tensor | None) -> tuple[tuple[torch.Tensor, ...], tuple]:
     """The kernel's nine W pointers for `source`, and W's (K, N)."""
@@ -359,8 +388,10 @@ def multiply(x: torch.Tensor, source: str, config: Mapping[str, Any], out: torch
     if config["SPLIT_K"] > 1:
         check_split_buffers(split.workspace, split.tile_counts, m, n, config["SPLIT_K"])
     arguments = _launch_arguments(config, source, k)
+    cap = register_cap(config, source, n, k) if x.is_cuda else None  # the interpreter compiles nothing
     reconstruct_matmul_kernel[_grid(config, m, n)](
-        x, out, split.workspace, split.tile_counts, *pointers, m, n, k, x.stride(0), out.stride(0), **arguments)
+        x, out, split.workspace, split.tile_counts, *pointers, m, n, k, x.stride(0), out.stride(0), **arguments,
+        **({} if cap is None else {"maxnreg": cap}))
     if config["SPLIT_K"] > 1 and not arguments["LAST_SPLIT_STORES"]:
         out.copy_(split.workspace)
         split.workspace.zero_()
@@ -368,8 +399,10 @@ def multiply(x: torch.Tensor, source: str, config: Mapping[str, Any], out: torch
 
 
 def compile_matmul(config: Mapping[str, Any], source: str, shape: tuple[int, int, int]) -> Any:
-    """Compile the kernel for `source`, `config` and the (M, N, K) shape's specialization without launching it."""
+    """Compile the kernel for `source`, `config` and the (M, N, K) shape's specialization without launching it, as
+    `multiply` launches it (with its `register_cap`)."""
     m, n, k = shape
+    cap = register_cap(config, source, n, k)
     byte, word = torch.uint8, torch.int32
     if source == "bfloat16":
         pointers = (torch.bfloat16,) * 9
@@ -377,4 +410,4 @@ def compile_matmul(config: Mapping[str, Any], source: str, shape: tuple[int, int
         pointers = (byte, byte, byte, byte, byte, word, word, word, byte)
     return reconstruct_matmul_kernel.warmup(
         torch.bfloat16, torch.bfloat16, torch.float32, torch.int32, *pointers, m, n, k, k, n, grid=_grid(config, m, n),
-        **_launch_arguments(config, source, k))
+        **_launch_arguments(config, source, k), **({} if cap is None else {"maxnreg": cap}))
