@@ -20,8 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from tunebench.kernels import cubin
 from tunebench.kernels.compressed_matmul.device import DeviceWeight
+from tunebench.kernels import cubin
 from tunebench.kernels.split_k import add_split, check_split_buffers, tile_counters
 from tunebench.space import Choice, Constraint, Ordinal, Parameter
 
