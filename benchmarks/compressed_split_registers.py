@@ -107,6 +107,8 @@ def summarize(registers: pd.DataFrame, dataset: pd.DataFrame, command: str) -> s
         fewer_programs_an_sm_capped=("capped_loses_programs", "sum"),
         spills_capped=("capped_spills", "sum")).reset_index()
     ok = dataset[(dataset.status == "ok") & (dataset.SPLIT_K > 1)]
+    if "register_cap" in ok:  # the compiler's choice only (a sweep before stop 93 records no cap)
+        ok = ok[ok.register_cap == "none"]
     keys = ["pipeline", *TILE, "decode_sm_percent", "decode_schedule", "M", "N", "K"]
     ways = ok.pivot_table(index=keys, columns="split_reduction", values="latency_ms").dropna().reset_index()
     ways = ways.assign(matmul_source=ways.pipeline.map(lambda name: get_pipeline(name).matmul_source))
