@@ -31,8 +31,8 @@ SHAPE = (1, 14336, 4096)  # Llama-3.1-8B's gate projection at batch 1, where the
 TILE = {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "SPLIT_K": 4, "num_warps": 4, "num_stages": 3}
 WAYS = ("in_kernel", "separate_launches")
 # Nsight Compute's names for what the summary shows (WarpStateStats' stall reasons are found by their prefix)
-DURATION = "gpu__time_duration.sum"
-SHOWN = {DURATION: "duration", "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occupancy",
+SHOWN = {"gpu__time_duration.sum": "duration",
+         "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occupancy",
          "smsp__inst_executed.sum": "warp instructions executed",
          "smsp__average_warp_latency_per_inst_issued.ratio": "warp cycles per issued instruction",
          "dram__bytes.sum": "DRAM bytes", "launch__registers_per_thread": "registers a thread",

@@ -51,10 +51,18 @@ def substituted(text: str, substitutions: tuple[tuple[str, str], ...], path: Pat
 
 
 @functools.cache
+def _variants_folder() -> tempfile.TemporaryDirectory:
+    """One folder for every variant's copies, on the import path, removed when the process ends."""
+    folder = tempfile.TemporaryDirectory(prefix="split_variants_")
+    sys.path.insert(0, folder.name)
+    return folder
+
+
+@functools.cache
 def variant_module(index: int) -> Any:
     """`reconstruct` compiled against VARIANTS' `index`-th copy of `split_k`, imported from a temporary folder."""
     substitutions, _ = list(VARIANTS.values())[index]
-    folder = Path(tempfile.mkdtemp(prefix="split_variant_"))
+    folder = Path(_variants_folder().name)
     split_source = KERNELS / "split_k.py"
     (folder / f"split_k_variant{index}.py").write_text(
         substituted(split_source.read_text(), substitutions, split_source))
@@ -62,7 +70,6 @@ def variant_module(index: int) -> Any:
     (folder / f"reconstruct_variant{index}.py").write_text(substituted(
         reconstruct_source.read_text(),
         (("from tunebench.kernels.split_k import", f"from split_k_variant{index} import"),), reconstruct_source))
-    sys.path.insert(0, str(folder))
     return importlib.import_module(f"reconstruct_variant{index}")
 
 
