@@ -77,8 +77,9 @@ def _describe(config: dict[str, Any]) -> str:
     split = f"split {config['SPLIT_K']}"
     if config["SPLIT_K"] > 1:
         split += " summed in the kernel" if config["split_reduction"] == "in_kernel" else " summed by launches after it"
-    if config["register_cap"] == "as_by_launches":
-        split += " (registers as by launches)"
+    if config["register_cap"] != "none":
+        split += {"as_by_launches": " (registers as by launches)",
+                  "one_more_program": " (registers for one more program an SM)"}[config["register_cap"]]
     return f"{config['pipeline']}, {tile} {split} w{config['num_warps']} s{config['num_stages']}, {schedule}"
 
 

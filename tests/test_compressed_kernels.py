@@ -8,6 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tunebench.kernels import occupancy
 from tunebench.kernels.compressed_matmul import compact, decoders, format, huffman, reconstruct, schedule, synthetic
 from tunebench.kernels.compressed_matmul.device import to_device
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES, get_pipeline
@@ -325,7 +326,7 @@ def test_only_a_sum_in_the_kernel_asked_to_has_its_registers_capped():
     assert reconstruct.register_cap(gpu_config(SPLIT_K=4, split_reduction="separate_launches", **capped), "palette",
                                     14336, 4096) is None
     assert reconstruct.register_cap(gpu_config(SPLIT_K=4), "palette", 14336, 4096) is None
-    with pytest.raises(ValueError, match="register_cap=64; allowed: none, as_by_launches"):
+    with pytest.raises(ValueError, match="register_cap=64; allowed: none, as_by_launches, one_more_program"):
         reconstruct.register_cap(gpu_config(SPLIT_K=4, register_cap=64), "palette", 14336, 4096)
 
 
@@ -343,6 +344,26 @@ def test_gpu_the_sum_in_the_kernel_takes_no_more_registers_than_by_launches(tile
         launched._init_handles(), by_launches._init_handles()  # load the binaries, which sets n_regs
         assert launched.n_regs <= by_launches.n_regs, (config, launched.n_regs, by_launches.n_regs)
         assert reconstruct.register_cap(config, "palette", 14336, 4096) == by_launches.n_regs
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", [dict(num_stages=3), dict(BLOCK_M=64, BLOCK_N=128, num_warps=8, num_stages=2)])
+def test_gpu_one_more_program_fits_one_program_an_sm_more_than_as_by_launches(tile):
+    """register_cap "one_more_program" fits an SM one program more than "as_by_launches", unless shared memory or
+    warps forbid it (then it is that cap)."""
+    shape = (1, 14336, 4096)
+    for split_k in (4, 16):
+        config = gpu_config(SPLIT_K=split_k, **tile)
+        binaries = {cap: reconstruct.compile_matmul(dict(config, register_cap=cap), "palette", shape)
+                    for cap in ("as_by_launches", "one_more_program")}
+        programs = {}
+        for cap, binary in binaries.items():
+            binary._init_handles()  # load the binary, which sets n_regs
+            programs[cap] = occupancy.programs_per_sm(binary.n_regs, binary.metadata.shared, config["num_warps"])
+        caps = {cap: reconstruct.register_cap(dict(config, register_cap=cap), "palette", *shape[1:])
+                for cap in binaries}
+        assert programs["one_more_program"] == programs["as_by_launches"] + 1 or (
+            caps["one_more_program"] == caps["as_by_launches"]), (config, programs, caps)
 
 
 def test_even_k_only_where_no_program_reads_a_k_block_past_k():

@@ -19,6 +19,7 @@ import torch
 import triton
 
 from tunebench.kernels.alignment import alignment
+from tunebench.kernels.occupancy import HOPPER, DeviceLimits
 from tunebench.space import Choice, Constraint, Flag, IntRange, Ordinal, PowerOfTwo, Space
 
 SHAPE_NAMES = ("rows", "cols")
@@ -36,22 +37,6 @@ SOURCE_MODULES = ("tunebench.kernels.rowwise", "tunebench.kernels.alignment")
 # ---------------------------------------------------------------------------------------------
 # Resource model
 # ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class DeviceLimits:
-    """What one streaming multiprocessor offers (H100 and H200: compute capability 9.0)."""
-
-    registers_per_thread: int = 255
-    registers_per_sm: int = 65_536  # also the most one program (thread block) may use
-    warps_per_sm: int = 64
-    shared_memory_per_block: int = 232_448  # opt-in maximum per block (227 KiB)
-    shared_memory_per_sm: int = 233_472  # 228 KiB, of which every resident block reserves 1 KiB
-    reserved_shared_memory_per_block: int = 1024
-    vector_elements: int = 8  # one 16-byte load of 2-byte elements; fewer per thread leaves lanes idle
-
-
-HOPPER = DeviceLimits()
-
 
 @dataclass(frozen=True)
 class RegisterModel:

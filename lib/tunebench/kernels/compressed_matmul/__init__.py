@@ -14,7 +14,8 @@ from tunebench.kernels.compressed_matmul.family import (
     specialization,
 )
 
-SOURCE_MODULES = ("tunebench.kernels.split_k",)  # its split-K reduction (see kernel_source_files)
+# Its split-K reduction, and what sets a register cap's count (see kernel_source_files).
+SOURCE_MODULES = ("tunebench.kernels.split_k", "tunebench.kernels.cubin", "tunebench.kernels.occupancy")
 
 __all__ = [
     "NAME", "SHAPE_NAMES", "DTYPES", "VENDOR_LIBRARY", "TOLERANCE", "config_space", "make_inputs", "reference",

@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from tunebench.kernels.compressed_matmul.device import DeviceWeight
-from tunebench.kernels import cubin
+from tunebench.kernels import cubin, occupancy
 from tunebench.kernels.split_k import add_split, check_split_buffers, tile_counters
 from tunebench.space import Choice, Constraint, Ordinal, Parameter
 
@@ -30,9 +30,9 @@ SOURCES = ("bfloat16", "exponents", "palette")
 # the workspace zeroed by two launches after the kernel; or, in the kernel, the tile's last split stores the output and
 # zeroes the workspace (`split_k.add_split`), which saves the two launches.
 SPLIT_REDUCTIONS = ("separate_launches", "in_kernel")
-# The registers a thread of a config summed in the kernel: the compiler's choice, or at most as many as the same tile
-# summed by launches takes (`register_cap`).
-REGISTER_CAPS = ("none", "as_by_launches")
+# The registers a thread of a config summed in the kernel: the compiler's choice, at most as many as the same tile
+# summed by launches takes, or few enough for one program an SM more than that (`register_cap`).
+REGISTER_CAPS = ("none", "as_by_launches", "one_more_program")
 _SOURCE_ID = {name: index for index, name in enumerate(SOURCES)}
 GROUP_M = 8  # grouped launch order (row blocks that share W tiles run together); fixed: it matters little here
 
@@ -336,19 +336,40 @@ def register_cap(config: Mapping[str, Any], source: str, n: int, k: int) -> int 
     binary summed by launches, so that the last split's epilogue cannot cost the main loop registers and an SM
     programs. At the compiler's choice on an H100 (Triton 3.6), 16x64x64 split 4 w4 s3 took 80 registers in the
     kernel and 72 by launches: 6 programs an SM instead of 7, so its 896 programs at gate, batch 1 ran in 1.13 waves
-    instead of 0.97 (results/compressed_split_k/profile_h100.md)."""
+    instead of 0.97 (results/compressed_split_k/profile_h100.md). "one_more_program" goes further: at most the
+    registers with which one program an SM more fits than "as_by_launches" fits (`_registers_for_one_more_program`),
+    at the price of spilling if the loop needs more: down at batch 1, split 16, took 0.0959 ms at 64 registers
+    against 0.1094 at 71 (results/compressed_split_k/register_cap_h100.md)."""
     cap = config.get("register_cap", "none")
     if cap not in REGISTER_CAPS:
         raise ValueError(f"register_cap={cap!r}; allowed: {', '.join(REGISTER_CAPS)}")
     if cap == "none" or not sums_in_kernel(config):
         return None
-    return _registers_summed_by_launches(source, tuple(config[name] for name in MATMUL_PARAMETERS), n, k)
+    tile = tuple(config[name] for name in MATMUL_PARAMETERS)
+    if cap == "as_by_launches":
+        return _registers_summed_by_launches(source, tile, n, k)
+    return _registers_for_one_more_program(source, tile, n, k)
 
 
 @functools.cache
 def _registers_summed_by_launches(source: str, tile: tuple[int, ...], n: int, k: int) -> int:
     twin = {**dict(zip(MATMUL_PARAMETERS, tile)), "split_reduction": "separate_launches"}
     return cubin.resource_usage(compile_matmul(twin, source, (1, n, k)))["registers"]  # M is never specialized on
+
+
+@functools.cache
+def _registers_for_one_more_program(source: str, tile: tuple[int, ...], n: int, k: int) -> int:
+    """The most registers with which one program an SM more fits than the tile summed in the kernel with
+    "as_by_launches" fits (by registers, shared memory and warps: `occupancy.programs_per_sm`); where its shared memory
+    or warps leave no room for another, the same cap as "as_by_launches"."""
+    config = {**dict(zip(MATMUL_PARAMETERS, tile)), "split_reduction": "in_kernel", "register_cap": "as_by_launches"}
+    capped = compile_matmul(config, source, (1, n, k))
+    shared, warps = capped.metadata.shared, config["num_warps"]
+    more = occupancy.programs_per_sm(cubin.resource_usage(capped)["registers"], shared, warps) + 1
+    registers = occupancy.registers_for_programs(more, warps)
+    if occupancy.programs_per_sm(registers, shared, warps) < more:
+        return _registers_summed_by_launches(source, tile, n, k)
+    return registers
 
 
 def _operands(source: str, weight: DeviceWeight | None, bf16_weight: torch.Tensor | None,
