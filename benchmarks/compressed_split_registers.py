@@ -23,13 +23,13 @@ from typing import Any
 import pandas as pd
 
 from tunebench.files import write_text_atomically
+from tunebench.kernels import occupancy
 from tunebench.kernels.compressed_matmul.pipelines import get_pipeline
 from tunebench.kernels.compressed_matmul.reconstruct import MATMUL_PARAMETERS
 from tunebench.tables import markdown_table
 
 DATASET = Path("results/datasets/compressed_matmul_bfloat16_h100.parquet")
 SHAPE = (1, 14336, 4096)
-REGISTERS_PER_SM, WARPS_PER_SM, ALLOCATION_UNIT = 65536, 64, 8  # Hopper; a thread's registers come in eights
 TILE = list(MATMUL_PARAMETERS)
 
 
@@ -39,12 +39,6 @@ def split_tiles(dataset: pd.DataFrame) -> pd.DataFrame:
     sources = split.pipeline.map(lambda name: get_pipeline(name).matmul_source)
     tiles = split.assign(matmul_source=sources)[["matmul_source", *TILE]].drop_duplicates().reset_index(drop=True)
     return tiles.astype({name: int for name in TILE})
-
-
-def programs_by_registers(registers: int, warps: int) -> int:
-    """Programs of `warps` warps that an SM's register file holds at `registers` a thread."""
-    per_program = -(-registers // ALLOCATION_UNIT) * ALLOCATION_UNIT * 32 * warps
-    return min(REGISTERS_PER_SM // per_program, WARPS_PER_SM // warps)
 
 
 def compile_both_ways(job: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +81,7 @@ def summarize(registers: pd.DataFrame, dataset: pd.DataFrame, command: str) -> s
     the cap leaves, and the sweep's in-kernel / by-launches latency (median over configs and shapes) for tiles that
     keep and that lose a program uncapped."""
     def programs(column: str) -> list[int]:
-        return [programs_by_registers(r, w) for r, w in zip(registers[column], registers.num_warps)]
+        return [occupancy.programs_per_sm(r, 0, w) for r, w in zip(registers[column], registers.num_warps)]
 
     separate = programs("registers_separate_launches")
     registers = registers.assign(loses_programs=[a < b for a, b in zip(programs("registers_in_kernel_uncapped"),
@@ -122,8 +116,8 @@ def summarize(registers: pd.DataFrame, dataset: pd.DataFrame, command: str) -> s
         "# Registers the split sum in the kernel costs the compressed matmul",
         f"Command: `{command}`. Registers as Triton {registers.triton.iloc[0]} compiled each split tile config on "
         f"{registers.gpu.iloc[0]} (`PYTHONPATH=lib python3 benchmarks/compressed_split_registers.py --out CSV`); "
-        f"programs an SM by registers alone ({REGISTERS_PER_SM} a Hopper SM, {ALLOCATION_UNIT} a thread at a time, at "
-        f"most {WARPS_PER_SM} warps).",
+        f"programs an SM by registers alone ({occupancy.HOPPER.registers_per_sm} a Hopper SM, "
+        f"{occupancy.HOPPER.register_allocation_unit // 32} a thread at a time, at most {occupancy.HOPPER.warps_per_sm} warps).",
         markdown_table(counts),
         f"Latencies: `{DATASET}` (both ways of every split config at 12 shapes; its in-kernel rows uncapped), "
         "in-kernel / by launches per config and shape, by whether the uncapped in-kernel binary fits fewer programs "

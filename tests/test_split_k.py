@@ -15,7 +15,6 @@ from tunebench.kernels import get_kernel, matmul, split_k
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import compressed_split_k  # noqa: E402
 import compressed_split_profile  # noqa: E402
-import compressed_split_registers  # noqa: E402
 import compressed_split_variants  # noqa: E402
 import split_k_epilogue  # noqa: E402
 import split_k_stress  # noqa: E402
@@ -119,12 +118,6 @@ def test_each_split_variant_is_one_substitution_of_todays_source_and_imports():
         assert module.reconstruct_matmul_kernel is not None and len(substitutions) >= 1
     with pytest.raises(ValueError, match="expected 'absent' once, found it 0 times"):
         compressed_split_variants.substituted("text", (("absent", "x"),), Path("split_k.py"))
-
-
-def test_programs_an_sm_by_registers():
-    """80 registers a thread fit 6 programs of 4 warps on a Hopper SM and 72 fit 7 (the profile's 6 against 7)."""
-    assert [compressed_split_registers.programs_by_registers(r, 4) for r in (72, 73, 80, 40)] == [7, 6, 6, 12]
-    assert compressed_split_registers.programs_by_registers(32, 8) == 8  # 64 warps an SM at most
 
 
 def test_the_profile_summary_puts_two_ways_side_by_side(tmp_path):
