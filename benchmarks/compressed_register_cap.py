@@ -1,11 +1,13 @@
 """Whether capping registers (Triton's `maxnreg`) lets the palette matmul's split sum in the kernel keep its
 occupancy: at gate (batches 1 and 16) and down (batch 1), the dispatch's split configs summed in the kernel at the
-compiler's choice, with at most each of CAPS registers a thread, with `register_cap` "as_by_launches" (at most the
-registers of the same tile summed by launches: `reconstruct.register_cap`), and by launches after it, beside cuBLAS.
+compiler's choice, with at most each of CAPS registers a thread, with each `register_cap` of the space ("as_by_launches":
+at most the registers of the same tile summed by launches; "one_more_program": few enough for one program an SM more;
+`reconstruct.register_cap`), and by launches after it, beside cuBLAS.
 
     PYTHONPATH=lib python3 benchmarks/compressed_register_cap.py --out results/compressed_split_k/register_cap_h100.csv
 
-Contender names carry each binary's registers a thread and spilled bytes, as Triton reports them on the GPU.
+Contender names carry each binary's registers a thread and spilled 4-byte words (Triton's n_spills: local memory bytes
+/ 4), as Triton reports them on the GPU.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def launch_in_kernel(inputs: Any, config: Mapping[str, Any], cap: int | None) ->
 
 
 def contenders(shape: tuple[int, int, int], multiprocessors: int) -> Mapping[str, Contender]:
-    """cuBLAS; each of TILES in the kernel (uncapped, at each of CAPS, as_by_launches) and by launches."""
+    """cuBLAS; each of TILES in the kernel (uncapped, at each of CAPS, at each register_cap) and by launches."""
     import torch
 
     from tunebench.kernels.compressed_matmul import family, reconstruct
@@ -55,12 +57,13 @@ def contenders(shape: tuple[int, int, int], multiprocessors: int) -> Mapping[str
             kernel = launch()  # compiled here, so the name can say what it became
             way = "in the kernel, " + ("uncapped" if cap is None else f"maxnreg {cap}")
             runs[f"{label} {way} ({kernel.n_regs} registers, {kernel.n_spills} spilled)"] = launch
-        capped = dict(config, register_cap="as_by_launches")
-        launched = reconstruct.compile_matmul(capped, "palette", shape)
-        launched._init_handles()  # loads the binary, which sets n_regs and n_spills
-        runs[f"{label} in the kernel, as_by_launches ({launched.n_regs} registers, {launched.n_spills} spilled)"] = \
-            functools.partial(reconstruct.multiply, inputs.x, "palette", capped, inputs.out, inputs.split,
-                              inputs.weight)
+        for cap in reconstruct.REGISTER_CAPS[1:]:
+            capped = dict(config, register_cap=cap)
+            launched = reconstruct.compile_matmul(capped, "palette", shape)
+            launched._init_handles()  # loads the binary, which sets n_regs and n_spills
+            runs[f"{label} in the kernel, {cap} ({launched.n_regs} registers, {launched.n_spills} spilled)"] = \
+                functools.partial(reconstruct.multiply, inputs.x, "palette", capped, inputs.out, inputs.split,
+                                  inputs.weight)
         runs[f"{label} by launches after it"] = functools.partial(
             reconstruct.multiply, inputs.x, "palette", dict(config, split_reduction="separate_launches"), inputs.out,
             inputs.split, inputs.weight)
