@@ -161,8 +161,14 @@ def test_a_sweep_begun_elsewhere_resumes_from_its_gzipped_journal(tmp_path, monk
     records = Journal(second.with_suffix(".journal") / "journal.jsonl").read()
     assert sum(r["kind"] == "config" for r in records) == 20 and 0 < len(partial) < 20
     assert [r for r in records if r["kind"] == "config"][:len(partial)] == partial, "nothing measured twice"
-    with pytest.raises(ValueError, match="already holds records"):
-        sweep("matmul", "bfloat16", SHAPES, second, limit_configs=10, make_bench=StandInBench, resume_from=archive)
+    # the same command again on the same machine: its journal goes on from the archive's, so it is kept
+    assert sweep("matmul", "bfloat16", SHAPES, second, limit_configs=10, make_bench=StandInBench, resume_from=archive)
+    again = Journal(second.with_suffix(".journal") / "journal.jsonl").read()
+    assert again[:len(records)] == records and all(r["kind"] == "provenance" for r in again[len(records):])
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps(dict(record, latency_ms=1.0)) + "\n" for record in partial))
+    with pytest.raises(ValueError, match="already holds records that do not go on from"):
+        sweep("matmul", "bfloat16", SHAPES, second, limit_configs=10, make_bench=StandInBench, resume_from=other)
 
 
 def test_a_saved_dataset_turns_back_into_the_records_that_build_it(tmp_path):

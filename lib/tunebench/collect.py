@@ -68,12 +68,18 @@ class Journal:
 
     def seed_from(self, archive: Path) -> int:
         """Start this journal from another machine's (a gzipped or plain JSON-lines copy); the records it holds.
-        Refused when this journal already has records: two histories are never merged."""
-        if self.read():
-            raise ValueError(f"{self.path} already holds records; --resume-from starts an empty journal only")
+        A journal that already holds records is kept if it goes on from the archive's (the same machine resumed with
+        the same copy; it may have measured more since) and refused otherwise: two histories are never merged."""
         opener = gzip.open if archive.suffix == ".gz" else open
         with opener(archive, "rt") as source:
             lines = [line for line in source if line.strip()]
+        held = self.read()
+        if held:
+            carried = [json.loads(line) for line in lines]
+            if held[:len(carried)] != carried:
+                raise ValueError(f"{self.path} already holds records that do not go on from {archive}; --resume-from "
+                                 "starts an empty journal, or one that already continues the archive's")
+            return len(held)
         temporary = self.path.with_suffix(".tmp")
         temporary.write_text("".join(line if line.endswith("\n") else line + "\n" for line in lines))
         os.replace(temporary, self.path)
