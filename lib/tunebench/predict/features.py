@@ -18,6 +18,7 @@ import numba
 import numpy as np
 
 from tunebench.kernels import matmul
+from tunebench.kernels.occupancy import HOPPER
 from tunebench.predict.compiled import CLASSES, DIVISOR, CompiledResources, divisibility
 from tunebench.space import ConfigError, Parameter, Space
 
@@ -29,16 +30,16 @@ VECTOR_BYTES = 16  # widest global load or store per thread; an operand whose ro
 
 @dataclass(frozen=True)
 class Hardware:
-    """What the interaction features need to know of the GPU. Defaults: H100 SXM (CUDA occupancy tables for
-    compute capability 9.0: 228 KiB shared memory, 1 KiB of it reserved per resident program, 64 resident warps and
-    64 Ki registers per SM, allocated per warp in units of 256)."""
+    """What the interaction features need to know of the GPU. Defaults: H100 SXM, its SM count and the per-SM limits
+    of compute capability 9.0 (`kernels.occupancy.HOPPER`: 228 KiB shared memory, 1 KiB of it reserved per resident
+    program, 64 resident warps and 64 Ki registers per SM, allocated per warp in units of 256)."""
 
     sm_count: int = 132
-    shared_memory_per_sm: int = 228 * 1024
-    reserved_shared_memory_per_program: int = 1024
-    warps_per_sm: int = 64
-    registers_per_sm: int = 64 * 1024
-    register_allocation_unit: int = 256
+    shared_memory_per_sm: int = HOPPER.shared_memory_per_sm
+    reserved_shared_memory_per_program: int = HOPPER.reserved_shared_memory_per_block
+    warps_per_sm: int = HOPPER.warps_per_sm
+    registers_per_sm: int = HOPPER.registers_per_sm
+    register_allocation_unit: int = HOPPER.register_allocation_unit
 
     @classmethod
     def from_provenance(cls, provenance: Mapping[str, Any]) -> Hardware:
