@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         "## Each projection's fastest config as the caps join\n\nThe fastest recorded config of any pipeline, "
         "allowing the caps up to the column's (in the order above); the config is the last column's.",
         markdown_table(fastest_as_caps_join(dataset), "{:.1f}"),
-        "## Sittings",
+        "## Sittings\n\nThe cuBLAS column is blank for the first sitting and for one whose dataset `--later` does "
+        "not give. A resumed sweep's dataset holds the cuBLAS of both its sittings; its ratio is on the first's row.",
         markdown_table(sittings(dataset, args.later)),
     ]) + "\n"
     write_text_atomically(args.out, text)

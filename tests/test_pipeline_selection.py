@@ -630,10 +630,9 @@ def test_the_register_cap_configs_files_hold_the_spaces_capped_configs(cap, file
 @pytest.mark.parametrize("name, gpu, split_k", [("h200", "NVIDIA H200", (1, 4)),
                                                 ("h100", "NVIDIA H100 80GB HBM3", (1, 4, 16))])
 def test_the_recorded_datasets_hold_every_config_of_their_space_on_every_llama_shape(name, gpu, split_k):
-    """Stop 81's H200 sweep in the space as it was; stop 92's H100 sweep (split-K in one launch) in today's, but for
-    transcode_palette's capped configs and decode_exponents' capped for one more program, which no sitting of stops 93
-    and 94 had device time left for (their partial journals are in build/journals; neither pipeline is the dispatch's
-    pick at batches up to 64)."""
+    """Stop 81's H200 sweep in the space as it was; stop 92's H100 sweep (split-K in one launch) in today's, its
+    register caps timed in stops 93 to 95. Every timing is ok but one tile's capped for one more program in
+    decode_exponents, which ptxas refuses to fit in the cap (80 registers; it asks for 90)."""
     recorded = load_dataset(REPOSITORY / "results" / "datasets" / f"compressed_matmul_bfloat16_{name}.parquet",
                             kernel=family.NAME)
     assert recorded.provenance["gpu_name"] == gpu and recorded.provenance["triton"] == "3.6.0"
@@ -641,15 +640,16 @@ def test_the_recorded_datasets_hold_every_config_of_their_space_on_every_llama_s
     measured = recorded.measurements  # a parameter it does not record means its old value
     measured = measured.assign(**{name: value for name, value in family.ADDED_PARAMETERS.items()
                                   if name not in measured})
-    assert (measured["status"] == "ok").all()
+    failed = measured[measured["status"] != "ok"]
+    assert (failed["status"] == "compile_error").all() and failed["error"].str.contains("Insufficient registers").all()
+    assert set(failed[["pipeline", "register_cap", "BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps"]].itertuples(
+        index=False, name=None)) == ({("decode_exponents", "one_more_program", 128, 128, 64, 8)} if name == "h100"
+                                     else set())
     keys = {(tuple(row[:3]), SPACE.key(dict(zip(SPACE.names, row[3:]))))
             for row in measured[["M", "N", "K", *SPACE.names]].itertuples(index=False)}
-    unswept = {("transcode_palette", "as_by_launches"), ("transcode_palette", "one_more_program"),
-               ("decode_exponents", "one_more_program")}
-    configs = [config for config in recorded_space_configs(recorded)
-               if (config["pipeline"], config["register_cap"]) not in unswept]
+    configs = recorded_space_configs(recorded)
     assert keys == {(shape, SPACE.key(config)) for shape in family.SHAPE_SETS["default"] for config in configs}
-    assert len(configs) == (len(CONFIGS) - 3 * 252 if name == "h100" else 591)
+    assert len(configs) == (len(CONFIGS) if name == "h100" else 591)
 
 
 # ---------------------------------------------------------------------------------------------
