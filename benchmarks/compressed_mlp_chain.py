@@ -3,6 +3,8 @@ steps the replay reports, the same steps timed alone in this sitting, and the un
 
     python3 benchmarks/compressed_mlp_chain.py --out results/compressed_chain/h100.md
 
+The selection file is this GPU's in `results/pipeline_selection/` unless `--selection` names another.
+
 Per batch size of the selection file, these are timed side by side:
 - the chain as dispatched (`chain.GatedMlpChain`): an overlapped pick's weight is decoded a projection ahead on a side
   stream;
@@ -35,10 +37,11 @@ from tunebench.kernels.compressed_matmul.device import to_device
 from tunebench.kernels.compressed_matmul.dispatch import Dispatcher
 from tunebench.kernels.compressed_matmul.format import bits_to_bf16
 from tunebench.kernels.compressed_matmul.mlp import LLAMA_3_1_8B
+from tunebench.kernels.compressed_matmul.selection_file import file_name
 from tunebench.measure.timing import Timer, TimingPolicy
 from tunebench.tables import markdown_table
 
-SELECTION = Path("results/pipeline_selection/llama-3.1-8b__nvidia_h100_80gb_hbm3.json")
+SELECTIONS = Path("results/pipeline_selection")
 TOLERANCE = 2e-2  # relative error of a pass against the fp32 pass: BF16 outputs, fp32 sums in another order
 CHAIN = {"dispatched": "chain as dispatched", "serial": "chain, every decode before its matmul"}
 
@@ -102,7 +105,8 @@ def summary(timings: pd.DataFrame, dispatcher: Dispatcher) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--selection", type=Path, default=SELECTION, help="the pipeline-selection file to dispatch by")
+    parser.add_argument("--selection", type=Path,
+                        help=f"the pipeline-selection file to dispatch by (default: this GPU's in {SELECTIONS})")
     parser.add_argument("--model", default=LLAMA_3_1_8B.model)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seed", type=int, default=0)
@@ -113,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         raise SystemExit("error: this benchmark times the chain on a CUDA GPU, and none is visible")
     gpu = torch.cuda.get_device_name()
-    dispatcher = Dispatcher.load(args.selection, model=args.model, gpu=gpu)
+    selection = args.selection or SELECTIONS / file_name(args.model, gpu)
+    dispatcher = Dispatcher.load(selection, model=args.model, gpu=gpu)
     compressed, uncompressed = weights(dispatcher.selection.tuning.mlp, args.seed)
     timer, rng, rows, errors = Timer(TimingPolicy()), np.random.default_rng(args.seed), [], {}
     for batch in dispatcher.buckets:
@@ -138,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n\n".join([
         f"# The {args.model} MLP pass timed whole on {gpu}",
         f"Command: `{command}` (torch {torch.__version__}, {args.rounds} rounds, seed {args.seed}, "
-        f"{time.strftime('%Y-%m-%d')}). Selection: `{args.selection}`. Microseconds, medians over rounds; the "
+        f"{time.strftime('%Y-%m-%d')}). Selection: `{selection}`. Microseconds, medians over rounds; the "
         "recorded sum is the selection file's (another sitting, other synthetic weights of the same statistics). "
         f"Every chain's output matched the uncompressed pass within a relative error of {worst:.1e}.",
         markdown_table(table),
