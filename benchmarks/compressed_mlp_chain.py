@@ -11,7 +11,8 @@ Per batch size of the selection file, these are timed side by side:
 - the chain with every weight decoded just before its matmul, as `Dispatcher.multiply` does;
 - each projection's pick alone, as the sweep timed it (`family.run`: a stand-in of its own weight decoded ahead);
 - SiLU(gate) * up alone;
-- the uncompressed pass (torch.matmul on BF16 weights, the same activation).
+- the uncompressed pass (torch.matmul on BF16 weights, the same activation), and its matmuls alone (`family.run_vendor`,
+  as the sweep timed cuBLAS).
 Every round times them in a seeded shuffled order. Each figure is the median over rounds of the timer's medians
 (`tunebench.measure.timing`: CUDA events around each run, the L2 flushed before each). The weights are synthetic, with
 the real exponent statistics (`synthetic.py`); every chain's output is checked against the uncompressed pass.
@@ -74,6 +75,7 @@ def contenders(dispatcher: Dispatcher, compressed: dict, uncompressed: dict, bat
         config = dispatcher.choose(projection.name, batch).config
         inputs = family.make_inputs(projection.shape(batch), "bfloat16", "cuda", seed)
         functions[f"{projection.name} alone"] = lambda config=config, inputs=inputs: family.run(config, inputs)
+        functions[f"{projection.name} uncompressed alone"] = lambda inputs=inputs: family.run_vendor(inputs)
     gate, up = (torch.zeros((batch, mlp.projections[0].out_features), dtype=torch.bfloat16, device="cuda")
                 for _ in range(2))
     hidden = torch.empty_like(gate)
@@ -98,6 +100,7 @@ def summary(timings: pd.DataFrame, dispatcher: Dispatcher) -> pd.DataFrame:
                      "steps alone, summed": alone, "activation alone": timed["activation alone"],
                      **{label: timed[label] for label in CHAIN.values()},
                      "dispatched / (steps + activation)": dispatched / (alone + timed["activation alone"]),
+                     "uncompressed steps alone, summed": sum(timed[f"{name} uncompressed alone"] for name in names),
                      "uncompressed pass": timed["uncompressed pass"],
                      "dispatched / uncompressed": dispatched / timed["uncompressed pass"]})
     return pd.DataFrame(rows)

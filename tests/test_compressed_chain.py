@@ -105,7 +105,8 @@ def test_gpu_a_chain_of_three_pipelines_stays_right(schedule):
 
     def config(pipeline, **settings):
         return complete_config(family.NAME, {"pipeline": pipeline, "BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64,
-                                             "num_warps": 4, "num_stages": 3, **settings})
+                                             "SPLIT_K": 1, "num_warps": 4, "num_stages": 3, "decode_sm_percent": 100,
+                                             **settings})
 
     configs = {"gate": config("direct_palette", SPLIT_K=4, split_reduction="in_kernel"),
                "up": config("decode_exponents", decode_sm_percent=50),
@@ -123,7 +124,8 @@ def test_the_benchmark_sums_the_steps_and_compares_the_chain():
     configs = {name: cublas("serial") for name in ("gate", "up", "down")}
     dispatcher = dispatcher_of(configs, 96, 64)
     times = {"gate alone": 10.0, "up alone": 10.0, "down alone": 20.0, "activation alone": 2.0,
-             module.CHAIN["dispatched"]: 45.0, module.CHAIN["serial"]: 50.0, "uncompressed pass": 30.0}
+             module.CHAIN["dispatched"]: 45.0, module.CHAIN["serial"]: 50.0, "uncompressed pass": 30.0,
+             "gate uncompressed alone": 8.0, "up uncompressed alone": 8.0, "down uncompressed alone": 9.0}
     timings = pd.DataFrame([{"batch": BATCH, "round": round_index, "contender": name,
                              "latency_us": value * (1 + 0.1 * round_index)} for name, value in times.items()
                             for round_index in range(3)])
@@ -133,6 +135,7 @@ def test_the_benchmark_sums_the_steps_and_compares_the_chain():
     assert row["steps alone, summed"] == pytest.approx(44.0)  # the middle round's
     assert row["dispatched / (steps + activation)"] == pytest.approx(49.5 / (44.0 + 2.2))
     assert row["dispatched / uncompressed"] == pytest.approx(1.5)
+    assert row["uncompressed steps alone, summed"] == pytest.approx(27.5)
 
 
 @CPU_ONLY

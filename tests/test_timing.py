@@ -30,6 +30,13 @@ def test_bad_policy_is_an_error(bad):
         TimingPolicy(**bad)
 
 
+def test_the_flush_is_a_write_unless_asked_to_read():
+    assert TimingPolicy().flush == "zero" and "(read)" in TimingPolicy(flush="read").describe()["method"]
+    assert TimingPolicy().describe()["method"].startswith("CUDA events around each run, L2 flushed before each run,")
+    with pytest.raises(ValueError, match="flush='clean' is not allowed; allowed: zero, read"):
+        TimingPolicy(flush="clean")
+
+
 def _affinity_handler():
     return lambda request: sorted(os.sched_getaffinity(0))
 

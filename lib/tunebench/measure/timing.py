@@ -13,6 +13,7 @@ from typing import Callable
 
 import torch
 
+FLUSHES = ("zero", "read")
 
 @dataclass(frozen=True)
 class TimingPolicy:
@@ -33,6 +34,7 @@ class TimingPolicy:
     min_repeats: int = 3
     max_repeats: int = 30
     flush_bytes: int = 256 * 1024 * 1024  # larger than the L2 of any current GPU (H100: 50 MiB)
+    flush: str = "zero"  # how the buffer evicts the L2: "zero" writes it (leaving dirty lines), "read" sums it
     hold_base_ms: float = 0.3
     hold_per_run_ms: float = 0.02  # the least host time assumed to queue one flush, two events and a launch
     hold_margin: float = 2.0
@@ -41,6 +43,8 @@ class TimingPolicy:
     def __post_init__(self) -> None:
         if not 1 <= self.min_repeats <= self.max_repeats:
             raise ValueError(f"need 1 <= min_repeats <= max_repeats, got {self.min_repeats}, {self.max_repeats}")
+        if self.flush not in FLUSHES:
+            raise ValueError(f"flush={self.flush!r} is not allowed; allowed: {', '.join(FLUSHES)}")
         if self.target_ms <= 0 or self.warmup_runs < 0 or self.flush_bytes < 0:
             raise ValueError(f"target_ms must be > 0 and warmup_runs, flush_bytes >= 0: {self}")
         if self.hold_base_ms < 0 or self.hold_per_run_ms < 0 or self.hold_margin < 1 or self.hold_retry_factor < 1:
@@ -62,6 +66,8 @@ class TimingPolicy:
 
     def describe(self) -> dict:
         method = "CUDA events around each run, L2 flushed before each run, median of repeats"
+        if self.flush != "zero":
+            method = method.replace("L2 flushed", f"L2 flushed ({self.flush})")
         if self.hold_base_ms > 0:
             method += "; runs queued behind a GPU spin so host delays open no gaps"
         return {"method": method, **asdict(self)}
@@ -73,7 +79,7 @@ class Timer:
     def __init__(self, policy: TimingPolicy, device: torch.device | str = "cuda") -> None:
         self.policy = policy
         self.flush = flush_buffer(policy, device)
-        self.flush_ms = _flush_ms(self.flush)
+        self.flush_ms = _flush_ms(self.flush, policy.flush)
         self.spin_cycles_per_ms = _spin_cycles_per_ms() if policy.hold_base_ms > 0 else 0.0
         self.retries = 0  # rounds timed again because the spin ended before everything was queued
 
@@ -92,15 +98,17 @@ class Timer:
     def _timed_runs(self, function: Callable[[], object], count: int, hold_ms: float) -> tuple[list[float], float]:
         """Times of `count` runs and the host's ms to queue one. If the spin ended before the host had queued them,
         they are timed once more, behind a spin sized by the host's pace in the drained round."""
-        times, host_ms, drained = _timed_runs(function, self.flush, count, round(hold_ms * self.spin_cycles_per_ms))
+        times, host_ms, drained = _timed_runs(function, self.flush, self.policy.flush, count,
+                                              round(hold_ms * self.spin_cycles_per_ms))
         if drained:
             self.retries += 1
             hold_ms = max(hold_ms, self.policy.hold_ms(count, host_ms)) * self.policy.hold_retry_factor
-            times, host_ms, _ = _timed_runs(function, self.flush, count, round(hold_ms * self.spin_cycles_per_ms))
+            times, host_ms, _ = _timed_runs(function, self.flush, self.policy.flush, count,
+                                            round(hold_ms * self.spin_cycles_per_ms))
         return times, host_ms
 
 
-def _timed_runs(function: Callable[[], object], flush: torch.Tensor | None, count: int,
+def _timed_runs(function: Callable[[], object], flush: torch.Tensor | None, mode: str, count: int,
                 hold_cycles: int) -> tuple[list[float], float, bool]:
     """Times of `count` runs; the host's ms to queue one run; whether the spin ended before all were queued."""
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
@@ -111,8 +119,7 @@ def _timed_runs(function: Callable[[], object], flush: torch.Tensor | None, coun
         held.record()
     queued = time.perf_counter()
     for start, end in zip(starts, ends):
-        if flush is not None:
-            flush.zero_()
+        evict(flush, mode)
         start.record()
         function()
         end.record()
@@ -136,7 +143,18 @@ def _spin_cycles_per_ms(calibration_cycles: int = 2_000_000, rounds: int = 5) ->
     return calibration_cycles / statistics.median(elapsed)
 
 
-def _flush_ms(flush: torch.Tensor | None, rounds: int = 5) -> float:
+def evict(flush: torch.Tensor | None, mode: str) -> None:
+    """Evict the L2 by writing the flush buffer ("zero": its lines stay in L2, dirty, and the next kernel's misses
+    write them back to memory) or by reading it ("read": clean lines, dropped without a write); nothing without one."""
+    if flush is None:
+        return
+    if mode == "zero":
+        flush.zero_()
+    else:
+        flush.sum()
+
+
+def _flush_ms(flush: torch.Tensor | None, mode: str, rounds: int = 5) -> float:
     """GPU time of one L2 flush (median of a few), 0 without a flush buffer."""
     if flush is None:
         return 0.0
@@ -144,7 +162,7 @@ def _flush_ms(flush: torch.Tensor | None, rounds: int = 5) -> float:
     for _ in range(rounds):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        flush.zero_()
+        evict(flush, mode)
         end.record()
         end.synchronize()
         elapsed.append(start.elapsed_time(end))
@@ -152,7 +170,7 @@ def _flush_ms(flush: torch.Tensor | None, rounds: int = 5) -> float:
 
 
 def flush_buffer(policy: TimingPolicy, device: torch.device | str = "cuda") -> torch.Tensor | None:
-    """The buffer whose zeroing evicts the L2 cache between runs."""
+    """The buffer whose zeroing (or reading) evicts the L2 cache between runs."""
     if policy.flush_bytes == 0:
         return None
     return torch.empty(policy.flush_bytes // 4, dtype=torch.int32, device=device)
