@@ -17,8 +17,8 @@ budgeted search each round re-runs every step with a fresh seed and keeps a conf
 go on while the searches still find gains. Where every projection of a bucket gets one pipeline and share, the model
 matches the chain up to decoding a different weight of the same size (the three Llama-3.1-8B weights have the same
 number of elements); with mixed pipelines it pairs each decode with the wrong matmul. Only a measurement of the chain
-can check that, so this module assumes no coupling the recording does not hold. A serial step has none: it decodes
-its own weight, as in the chain.
+can check that (`chain.GatedMlpChain`, timed whole by benchmarks/compressed_mlp_chain.py), so this module assumes no
+coupling the recording does not hold. A serial step has none: it decodes its own weight, as in the chain.
 """
 
 from __future__ import annotations
