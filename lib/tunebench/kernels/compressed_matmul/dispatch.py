@@ -82,7 +82,9 @@ class Dispatcher:
         return table[self._nearest(batch)]
 
     def multiply(self, projection: str, x: torch.Tensor, weight: DeviceWeight) -> torch.Tensor:
-        """x @ W through the selected pipeline (decode, then matmul, on x's device; no overlap with other work)."""
+        """x @ W through the selected pipeline (decode, then matmul, on x's device; no overlap with other work: a
+        gated MLP's pass with an overlapped pick's weight decoded during the projection before it is
+        `chain.GatedMlpChain`)."""
         if x.dim() != 2:
             raise ValueError(f"x must be a (batch, in_features) matrix, got shape {tuple(x.shape)}")
         selection = self.choose(projection, x.shape[0])
