@@ -39,12 +39,12 @@ from tunebench.kernels.compressed_matmul.dispatch import Dispatcher
 from tunebench.kernels.compressed_matmul.format import bits_to_bf16
 from tunebench.kernels.compressed_matmul.mlp import LLAMA_3_1_8B
 from tunebench.kernels.compressed_matmul.selection_file import file_name
+from tunebench.kernels.compressed_matmul.selection_study import CHAIN_CONTENDERS, chain_table
 from tunebench.measure.timing import Timer, TimingPolicy
 from tunebench.tables import markdown_table
 
 SELECTIONS = Path("results/pipeline_selection")
 TOLERANCE = 2e-2  # relative error of a pass against the fp32 pass: BF16 outputs, fp32 sums in another order
-CHAIN = {"dispatched": "chain as dispatched", "serial": "chain, every decode before its matmul"}
 
 
 def weights(mlp, seed: int) -> tuple[dict, dict]:
@@ -70,7 +70,8 @@ def contenders(dispatcher: Dispatcher, compressed: dict, uncompressed: dict, bat
         for _ in range(3):  # a prefetched weight is decoded by the pass before: check passes after the first too
             out = chain.forward(x).float()
         errors[schedule] = float((out - expected).norm() / expected.norm())
-    functions = {CHAIN[schedule]: (lambda chain=chain: chain.forward(x)) for schedule, chain in chains.items()}
+    functions = {CHAIN_CONTENDERS[schedule]: (lambda chain=chain: chain.forward(x))
+                 for schedule, chain in chains.items()}
     for projection in mlp.projections:
         config = dispatcher.choose(projection.name, batch).config
         inputs = family.make_inputs(projection.shape(batch), "bfloat16", "cuda", seed)
@@ -85,22 +86,22 @@ def contenders(dispatcher: Dispatcher, compressed: dict, uncompressed: dict, bat
 
 
 def summary(timings: pd.DataFrame, dispatcher: Dispatcher) -> pd.DataFrame:
-    """One row per batch: the picks, the recorded sum, the medians over rounds, and their ratios."""
-    medians = timings.groupby(["batch", "contender"]).latency_us.median().unstack()
+    """One row per batch: the picks, the recorded sum, the medians over rounds (`chain_table`), and their ratios."""
+    table = chain_table(timings)
     names = [projection.name for projection in dispatcher.selection.tuning.mlp.projections]
     rows = []
     for bucket in dispatcher.selection.tuning.buckets:
-        timed = medians.loc[bucket.batch]
-        alone = sum(timed[f"{name} alone"] for name in names)
-        dispatched = timed[CHAIN["dispatched"]]
+        timed = table.loc[bucket.batch]
+        dispatched = timed["pass as dispatched"]
         rows.append({"batch": bucket.batch,
                      "picks": ", ".join(f"{name} {bucket.projections[name].choice.pipeline}" for name in names),
                      "recorded sum (replay)": 1000 * sum(bucket.projections[name].choice.latency_ms
                                                          for name in names),
-                     "steps alone, summed": alone, "activation alone": timed["activation alone"],
-                     **{label: timed[label] for label in CHAIN.values()},
-                     "dispatched / (steps + activation)": dispatched / (alone + timed["activation alone"]),
-                     "uncompressed steps alone, summed": sum(timed[f"{name} uncompressed alone"] for name in names),
+                     **timed[["steps alone, summed", "activation alone", "pass as dispatched",
+                              "pass, decodes serial"]].to_dict(),
+                     "dispatched / (steps + activation)": dispatched / (timed["steps alone, summed"]
+                                                                        + timed["activation alone"]),
+                     "uncompressed steps alone, summed": timed["cuBLAS steps alone, summed"],
                      "uncompressed pass": timed["uncompressed pass"],
                      "dispatched / uncompressed": dispatched / timed["uncompressed pass"]})
     return pd.DataFrame(rows)

@@ -24,6 +24,7 @@
 # `.venv/bin/python -m tunebench.report notebooks/pipeline_selection.py -p autotune_settings "{'strategy': 'random'}"`.
 
 # %%
+import pandas as pd
 from IPython.display import Markdown, display
 
 from tunebench.dataset_summary import provenance_line
@@ -33,7 +34,7 @@ from tunebench.kernels.compressed_matmul.family import NAME
 from tunebench.kernels.compressed_matmul.mlp import MODELS
 from tunebench.kernels.compressed_matmul.selection_file import SelectionFile
 from tunebench.kernels.compressed_matmul.selection_study import (
-    gain_summary, mlp_steps, projection_latencies, read_split, replay_selection, split_summary,
+    VENDOR, chain_table, gain_summary, mlp_steps, projection_latencies, read_split, replay_selection, split_summary,
     winner_summary, winners,
 )
 from tunebench.measure.dataset import load_dataset
@@ -45,6 +46,7 @@ set_style()
 # %% tags=["parameters"]
 dataset = "results/datasets/compressed_matmul_bfloat16_h100.parquet"  # recorded, relative to the repository root
 split = "results/compressed_pipelines/h100.json"  # benchmarks/compressed_pipelines.py's timings on the same GPU
+chain = "results/compressed_chain/h100.csv"  # benchmarks/compressed_mlp_chain.py's rounds on the same GPU; "": none
 model = "Llama-3.1-8B"  # an MLP of tunebench.kernels.compressed_matmul.mlp.MODELS
 autotune_settings = {}  # overrides of AutotuneSettings: strategy, evaluations_per_pipeline, seed, threshold, max_rounds
 replay_mode = "deterministic"  # "deterministic" (recorded medians) or "noisy" (seeded draws from the repeats)
@@ -57,8 +59,8 @@ tuning = replay_selection(recorded, mlp, settings, mode=replay_mode)
 batches = [bucket.batch for bucket in tuning.buckets]
 latencies = projection_latencies(recorded, mlp, batches, Dispatcher(SelectionFile(recorded.gpu, tuning, {})))
 measured = read_split(repo_path(split), gpu=recorded.gpu)
-show_run_header({"dataset": dataset, "split": split, "model": model, "autotune_settings": autotune_settings,
-                 "replay_mode": replay_mode},
+show_run_header({"dataset": dataset, "split": split, "chain": chain, "model": model,
+                 "autotune_settings": autotune_settings, "replay_mode": replay_mode},
                 {"dataset": provenance_line(recorded), "split": f"{measured.gpu}, {measured.date}: {measured.command}",
                  "autotuner": f"{settings}; {tuning.evaluations:,} evaluations, "
                               f"{tuning.search_s:.0f} simulated seconds, rounds per batch size "
@@ -102,3 +104,25 @@ display(Markdown(gain_summary(steps)))
 display(style_table(steps_table(steps), "MLP step (µs)", "{:.1f}"),
         style_table(gains_table(steps), "Step over the autotuned dispatch's step (above 1×: the dispatch is faster)",
                     "{:.2f}×"))
+
+# %% [markdown]
+# ## The pass timed whole
+# The steps above are timed one at a time. `benchmarks/compressed_mlp_chain.py` timed the MLP's forward pass whole on
+# the GPU (`chain.GatedMlpChain`: gate, up, SiLU, down through the dispatch's picks, an overlapped pick's weight decoded
+# on a side stream while the projection before it multiplies), with every decode serial instead, and uncompressed,
+# beside the same steps timed alone in that sitting; µs, medians over its rounds. The replayed step is this notebook's.
+
+# %%
+if chain:
+    whole = chain_table(pd.read_csv(repo_path(chain)))
+    whole.insert(0, "replayed dispatch step", 1000 * steps["dispatch"].reindex(whole.index))
+    ratios = pd.DataFrame({
+        "pass / uncompressed pass": whole["pass as dispatched"] / whole["uncompressed pass"],
+        "replayed step / replayed cuBLAS step": (steps["dispatch"] / steps[VENDOR]).reindex(whole.index),
+        "pass / (steps + activation)": whole["pass as dispatched"] / (whole["steps alone, summed"]
+                                                                      + whole["activation alone"])})
+    display(style_table(whole.rename_axis("batch").reset_index(), "MLP pass timed whole (µs)", "{:.1f}"),
+            style_table(ratios.rename_axis("batch").reset_index(), "Ratios", "{:.3f}"))
+else:
+    display(Markdown("No timing of the whole pass on this GPU (`chain` is empty)."))
+

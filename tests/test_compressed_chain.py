@@ -19,6 +19,7 @@ from tunebench.kernels.compressed_matmul.mlp import Mlp, Projection
 from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.kernels.compressed_matmul.schedule import POISON_BYTE
 from tunebench.kernels.compressed_matmul.selection_file import SelectionFile
+from tunebench.kernels.compressed_matmul.selection_study import CHAIN_CONTENDERS
 
 CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU test below runs the chain on the device")
 BATCH = 3
@@ -124,7 +125,7 @@ def test_the_benchmark_sums_the_steps_and_compares_the_chain():
     configs = {name: cublas("serial") for name in ("gate", "up", "down")}
     dispatcher = dispatcher_of(configs, 96, 64)
     times = {"gate alone": 10.0, "up alone": 10.0, "down alone": 20.0, "activation alone": 2.0,
-             module.CHAIN["dispatched"]: 45.0, module.CHAIN["serial"]: 50.0, "uncompressed pass": 30.0,
+             CHAIN_CONTENDERS["dispatched"]: 45.0, CHAIN_CONTENDERS["serial"]: 50.0, "uncompressed pass": 30.0,
              "gate uncompressed alone": 8.0, "up uncompressed alone": 8.0, "down uncompressed alone": 9.0}
     timings = pd.DataFrame([{"batch": BATCH, "round": round_index, "contender": name,
                              "latency_us": value * (1 + 0.1 * round_index)} for name, value in times.items()

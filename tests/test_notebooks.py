@@ -128,8 +128,9 @@ def test_pipeline_selection_draws_winners_split_and_gains(tmp_path: Path) -> Non
     text = render("pipeline_selection.py", tmp_path, {"autotune_settings": {"evaluations_per_pipeline": 32}})
     # winners' map, preprocess/matmul split, MLP steps and gains
     assert len(FIGURE.findall(text)) == 3
-    assert len(DATA_TABLE.findall(text)) == 2, "MLP steps and gains over the dispatch"
+    assert len(DATA_TABLE.findall(text)) == 4, "MLP steps and gains over the dispatch, the pass timed whole, ratios"
     assert "Fastest pipeline: " in text and "Preprocessing's share of the serial time" in text
+    assert "MLP pass timed whole" in text and "pass / uncompressed pass" in text
     assert "The autotuned dispatch is " in text and "NVIDIA H100 80GB HBM3" in text
     assert "Traceback" not in text and "IProgress" not in text
 

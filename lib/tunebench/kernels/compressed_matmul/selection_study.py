@@ -92,6 +92,25 @@ def mlp_steps(latencies: pd.DataFrame) -> pd.DataFrame:
     return steps
 
 
+CHAIN_CONTENDERS = {"dispatched": "chain as dispatched", "serial": "chain, every decode before its matmul"}
+CHAIN_PASSES = {CHAIN_CONTENDERS["dispatched"]: "pass as dispatched",  # the benchmark's contender names: labels
+                CHAIN_CONTENDERS["serial"]: "pass, decodes serial", "uncompressed pass": "uncompressed pass"}
+
+
+def chain_table(rounds: pd.DataFrame) -> pd.DataFrame:
+    """benchmarks/compressed_mlp_chain.py's rounds (batch, round, contender, latency_us) as one row per batch (the
+    index): the median over rounds of each pass timed whole, of the activation, and of the steps timed alone, summed
+    (the dispatch's picks; cuBLAS's matmuls), in µs."""
+    medians = rounds.groupby(["batch", "contender"]).latency_us.median().unstack()
+    cublas = [name for name in medians.columns if name.endswith(" uncompressed alone")]
+    picks = [name for name in medians.columns if name.endswith(" alone") and name not in cublas
+             and name != "activation alone"]
+    return pd.DataFrame({"steps alone, summed": medians[picks].sum(axis=1),
+                         "activation alone": medians["activation alone"],
+                         **{label: medians[name] for name, label in CHAIN_PASSES.items()},
+                         "cuBLAS steps alone, summed": medians[cublas].sum(axis=1)})
+
+
 def dispatch_gains(steps: pd.DataFrame) -> pd.DataFrame:
     """Per batch size: each fixed pipeline's MLP step and the vendor library's over the dispatch's (x faster the
     dispatch is; below 1 where it is slower, as against uncompressed cuBLAS)."""
