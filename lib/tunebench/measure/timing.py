@@ -13,7 +13,8 @@ from typing import Callable
 
 import torch
 
-FLUSHES = ("zero", "read")
+FLUSHES = ("zero", "read")  # how the timer's flush evicts the L2 (TimingPolicy.flush)
+
 
 @dataclass(frozen=True)
 class TimingPolicy:
