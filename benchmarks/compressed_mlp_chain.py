@@ -143,20 +143,30 @@ def main(argv: list[str] | None = None) -> int:
     timings = pd.DataFrame(rows)
     table = summary(timings, dispatcher)
     worst = max(max(values.values()) for values in errors.values())
-    command = " ".join(["python3 benchmarks/compressed_mlp_chain.py", *(argv if argv is not None else sys.argv[1:])])
-    text = "\n\n".join([
-        f"# The {args.model} MLP pass timed whole on {gpu}",
-        f"Command: `{command}` (torch {torch.__version__}, {args.rounds} rounds, seed {args.seed}, "
-        f"{time.strftime('%Y-%m-%d')}). Selection: `{selection}`. Microseconds, medians over rounds; the "
-        "recorded sum is the selection file's (another sitting, other synthetic weights of the same statistics). "
-        f"Every chain's output matched the uncompressed pass within a relative error of {worst:.1e}.",
-        markdown_table(table),
-    ]) + "\n"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(args.out.with_suffix(".csv"), timings.to_csv(index=False))
-    write_text_atomically(args.out, text)
-    print(f"wrote {args.out} and {args.out.with_suffix('.csv')}")
+    write_report(args.out, f"The {args.model} MLP pass timed whole on {gpu}",
+                 f"Command: `{command_line('compressed_mlp_chain.py', argv)}` ({run_line(args)}). Selection: "
+                 f"`{selection}`. Microseconds, medians over rounds; the recorded sum is the selection file's (another "
+                 "sitting, other synthetic weights of the same statistics). Every chain's output matched the "
+                 f"uncompressed pass within a relative error of {worst:.1e}.", table, timings)
     return 0
+
+
+def command_line(script: str, argv: list[str] | None) -> str:
+    """The command that ran `script` of benchmarks/ with these arguments (the process's own, if None)."""
+    return " ".join([f"python3 benchmarks/{script}", *(argv if argv is not None else sys.argv[1:])])
+
+
+def run_line(args: argparse.Namespace) -> str:
+    """The torch version, rounds, seed and date of a run, for its report's header."""
+    return f"torch {torch.__version__}, {args.rounds} rounds, seed {args.seed}, {time.strftime('%Y-%m-%d')}"
+
+
+def write_report(out: Path, title: str, header: str, table: pd.DataFrame, timings: pd.DataFrame) -> None:
+    """The markdown summary at `out` (title, header, table) and every round's timing beside it as CSV, atomically."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(out.with_suffix(".csv"), timings.to_csv(index=False))
+    write_text_atomically(out, "\n\n".join([f"# {title}", header, markdown_table(table)]) + "\n")
+    print(f"wrote {out} and {out.with_suffix('.csv')}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ flush, and none. Every round times every (contender, policy) pair once, in a see
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -20,13 +19,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from compressed_mlp_chain import SELECTIONS, contenders, weights
-from tunebench.files import write_text_atomically
+from compressed_mlp_chain import SELECTIONS, command_line, contenders, run_line, weights, write_report
 from tunebench.kernels.compressed_matmul.dispatch import Dispatcher
 from tunebench.kernels.compressed_matmul.mlp import LLAMA_3_1_8B
 from tunebench.kernels.compressed_matmul.selection_file import file_name
 from tunebench.measure.timing import Timer, TimingPolicy
-from tunebench.tables import markdown_table
 
 POLICIES = {"zero": TimingPolicy(), "read": TimingPolicy(flush="read"), "none": TimingPolicy(flush_bytes=0)}
 BATCHES = (1, 64, 256, 1024)
@@ -73,18 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"batch {batch}: {len(pairs)} pairs x {args.rounds} rounds in {time.perf_counter() - started:.0f} s",
               flush=True)
     timings = pd.DataFrame(rows)
-    command = " ".join(["python3 benchmarks/flush_write_back.py", *(argv if argv is not None else sys.argv[1:])])
-    text = "\n\n".join([
-        f"# The L2 flush's write-back on {gpu}",
-        f"Command: `{command}` (torch {torch.__version__}, {args.rounds} rounds, seed {args.seed}, "
-        f"{time.strftime('%Y-%m-%d')}). Microseconds, medians over rounds of the timer's medians; the flush buffer is "
-        f"{POLICIES['zero'].flush_bytes // 2**20} MiB, zeroed (the default) or summed.",
-        markdown_table(summary(timings)),
-    ]) + "\n"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(args.out.with_suffix(".csv"), timings.to_csv(index=False))
-    write_text_atomically(args.out, text)
-    print(f"wrote {args.out} and {args.out.with_suffix('.csv')}")
+    write_report(args.out, f"The L2 flush's write-back on {gpu}",
+                 f"Command: `{command_line('flush_write_back.py', argv)}` ({run_line(args)}). Microseconds, medians "
+                 "over rounds of the timer's medians; the flush buffer is "
+                 f"{POLICIES['zero'].flush_bytes // 2**20} MiB, zeroed (the default) or summed.",
+                 summary(timings), timings)
     return 0
 
 

@@ -153,3 +153,14 @@ def benchmark_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_the_report_is_a_table_with_every_round_beside_it(tmp_path):
+    module = benchmark_module()
+    timings = pd.DataFrame([{"batch": 1, "round": 0, "contender": "gate alone", "latency_us": 80.5}])
+    out = tmp_path / "chain" / "h100.md"
+    module.write_report(out, "A title", "Command: `x`.", pd.DataFrame({"batch": [1], "us": [80.5]}), timings)
+    assert out.read_text() == "# A title\n\nCommand: `x`.\n\n| batch | us |\n| --- | --- |\n| 1 | 80.5 |\n"
+    assert pd.read_csv(out.with_suffix(".csv")).equals(timings)
+    assert module.command_line("compressed_mlp_chain.py", ["--out", "D"]) == (
+        "python3 benchmarks/compressed_mlp_chain.py --out D")
