@@ -112,15 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--selection", type=Path,
                         help=f"the pipeline-selection file to dispatch by (default: this GPU's in {SELECTIONS})")
     parser.add_argument("--model", default=LLAMA_3_1_8B.model)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, required=True, help="the markdown summary (its CSV of rounds beside it)")
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        raise SystemExit(f"error: --rounds {args.rounds}: time at least one round")
-    if not torch.cuda.is_available():
-        raise SystemExit("error: this benchmark times the chain on a CUDA GPU, and none is visible")
-    gpu = torch.cuda.get_device_name()
+    args, gpu = parse_round_arguments(parser, argv, rounds=7)
     selection = args.selection or SELECTIONS / file_name(args.model, gpu)
     dispatcher = Dispatcher.load(selection, model=args.model, gpu=gpu)
     compressed, uncompressed = weights(dispatcher.selection.tuning.mlp, args.seed)
@@ -149,6 +141,21 @@ def main(argv: list[str] | None = None) -> int:
                  "sitting, other synthetic weights of the same statistics). Every chain's output matched the "
                  f"uncompressed pass within a relative error of {worst:.1e}.", table, timings)
     return 0
+
+
+def parse_round_arguments(parser: argparse.ArgumentParser, argv: list[str] | None,
+                          rounds: int) -> tuple[argparse.Namespace, str]:
+    """Add the options every rounds benchmark takes (--rounds, --seed, --out), parse, check them, and name the GPU
+    (an error where none is visible)."""
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, required=True, help="the markdown summary (its CSV of rounds beside it)")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        raise SystemExit(f"error: --rounds {args.rounds}: time at least one round")
+    if not torch.cuda.is_available():
+        raise SystemExit("error: this benchmark times kernels on a CUDA GPU, and none is visible")
+    return args, torch.cuda.get_device_name()
 
 
 def command_line(script: str, argv: list[str] | None) -> str:

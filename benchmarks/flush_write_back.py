@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from compressed_mlp_chain import SELECTIONS, command_line, contenders, run_line, weights, write_report
+from compressed_mlp_chain import (SELECTIONS, command_line, contenders, parse_round_arguments, run_line, weights,
+                                  write_report)
 from tunebench.kernels.compressed_matmul.dispatch import Dispatcher
 from tunebench.kernels.compressed_matmul.mlp import LLAMA_3_1_8B
 from tunebench.kernels.compressed_matmul.selection_file import file_name
@@ -42,15 +42,7 @@ def summary(timings: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, required=True, help="the markdown summary (its CSV of rounds beside it)")
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        raise SystemExit(f"error: --rounds {args.rounds}: time at least one round")
-    if not torch.cuda.is_available():
-        raise SystemExit("error: this benchmark times kernels on a CUDA GPU, and none is visible")
-    gpu = torch.cuda.get_device_name()
+    args, gpu = parse_round_arguments(parser, argv, rounds=5)
     dispatcher = Dispatcher.load(SELECTIONS / file_name(LLAMA_3_1_8B.model, gpu), model=LLAMA_3_1_8B.model, gpu=gpu)
     compressed, uncompressed = weights(dispatcher.selection.tuning.mlp, args.seed)
     timers = {name: Timer(policy) for name, policy in POLICIES.items()}
