@@ -50,6 +50,10 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
                       {"inner": "lfbo_start30", "inner_settings": (("frac_selected", 0.05),), "restart": True}),
     # Helion's quick LFBO, nothing tuned here, restarted the same way.
     "lfbo_quick_restarts": ("tunebench.search.warm_start.WarmStart", {"inner": "lfbo_quick", "restart": True}),
+    # The pipeline-selection autotuner's step (kernels/compressed_matmul/autotune.py): pattern search on each
+    # pipeline's part of the space in turn, 128 unique evaluations each; interleaved, the four runs take turns.
+    "pattern_per_pipeline": ("tunebench.search.stratified.Stratified", {}),
+    "pattern_per_pipeline_interleaved": ("tunebench.search.stratified.Stratified", {"interleave": True}),
 }
 NAMES = (*STRATEGIES, *PRESETS)  # every name make_strategy builds
 

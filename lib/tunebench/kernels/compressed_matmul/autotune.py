@@ -32,7 +32,8 @@ from tunebench.kernels.compressed_matmul.pipelines import PIPELINES
 from tunebench.measure.dataset import Dataset
 from tunebench.measure.replay import ReplayEvaluator
 from tunebench.measure.result import Evaluator, Result
-from tunebench.search import PRESETS, make_strategy, strategy_class
+from tunebench.search import PRESETS, strategy_class
+from tunebench.search.stratified import Stratified, StratifiedSettings
 from tunebench.space import Space
 from tunebench.study import Budget, run_search
 
@@ -200,19 +201,16 @@ class CoordinateDescent:
         return BucketTuning(batch, chosen, tuple(totals), converged=False)
 
     def search_projection(self, projection: Projection, batch: int, seed: int) -> ProjectionChoice:
-        """One strategy run per pipeline on that pipeline's part of the projection's space (the pins of the space
-        make most single-parameter moves across pipelines invalid, so one run over the whole space would change
-        pipeline only through its random population; and the file needs each fixed pipeline's best)."""
+        """One `Stratified` run: the strategy on each pipeline's part of the projection's space in turn, each with
+        its own budget (the pins of the space make most single-parameter moves across pipelines invalid, so one run
+        over the whole space would change pipeline only through its random population; and the file needs each fixed
+        pipeline's best)."""
         recorder = _Recorder(self.evaluators(projection, batch))
         started_s = recorder.elapsed_s
-        space = recorder.evaluator.space
-        configs = space.enumerate()
-        for pipeline in PIPELINES:
-            keys = [space.key(config) for config in configs if config["pipeline"] == pipeline]
-            if keys:
-                strategy = make_strategy(self.settings.strategy, space.restrict(keys, f"pipeline {pipeline}"),
-                                         seed=seed, **dict(self.settings.strategy_settings))
-                run_search(strategy, recorder, Budget(evaluations=self.settings.evaluations_per_pipeline))
+        per_pipeline = self.settings.evaluations_per_pipeline
+        strategy = Stratified(recorder.evaluator.space, seed, StratifiedSettings(
+            "pipeline", self.settings.strategy, self.settings.strategy_settings, per_pipeline))
+        run_search(strategy, recorder, Budget(evaluations=len(strategy.strata) * per_pipeline))
         self.evaluations += recorder.evaluations
         self.search_s += recorder.elapsed_s - started_s
         selection = _selection({pipeline: _choice(recorder.best.get(pipeline)) for pipeline in PIPELINES})
