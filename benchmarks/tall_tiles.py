@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from tunebench.kernels import matmul, matmul_tma
+from tunebench.kernels import complete_config, matmul, matmul_tma
 from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.measure.probe_rounds import Contender, checked_contenders, probe_command
 
@@ -70,7 +70,7 @@ def contenders(shape: tuple[int, int, int], multiprocessors: int) -> dict[str, C
     status. (`multiprocessors` is unused: `matmul_tma.run` sizes its own grid.)"""
     space = matmul_tma.config_space()
     for config in CONFIGS:
-        space.check(config)
+        space.check(complete_config("matmul_tma", config))  # CONFIGS were written before SPLIT_K joined the space
     inputs = matmul_tma.make_inputs(shape, "bfloat16")
     expected = matmul.reference(inputs)
     best = sweep_best(shape)
