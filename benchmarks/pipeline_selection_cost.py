@@ -1,0 +1,131 @@
+"""What the pipeline selection costs: the autotuner replayed on a recorded compressed_matmul dataset under several
+strategies, budgets per pipeline and seeds, against the recording's exhaustive best.
+
+    PYTHONPATH=lib python3 benchmarks/pipeline_selection_cost.py --out results/pipeline_selection/cost_h100.md
+
+Per run: the unique evaluations and simulated seconds the autotuner spent over all its rounds and batch sizes
+(`MlpTuning.evaluations`, `search_s`: compile makespan + timing + the strategies' own CPU time on this machine), how
+many of its (batch, projection) picks have the recording's fastest latency at that shape, and its MLP step per batch
+against the step of those fastest configs. Each finished run is kept in `<out>.runs/` (a killed run resumes there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+from tqdm import tqdm
+
+from compressed_mlp_chain import command_line
+from tunebench.files import write_text_atomically
+from tunebench.kernels.compressed_matmul.autotune import AutotuneSettings, ReplayStepEvaluators, autotune
+from tunebench.kernels.compressed_matmul.family import NAME
+from tunebench.kernels.compressed_matmul.mlp import LLAMA_3_1_8B
+from tunebench.kernels.compressed_matmul.selection_study import tuned_batches
+from tunebench.measure.dataset import load_dataset
+from tunebench.search import NAMES
+from tunebench.tables import markdown_table
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+DATASET = REPOSITORY / "results/datasets/compressed_matmul_bfloat16_h100.parquet"
+# (strategy, unique evaluations per pipeline run); the first is the autotuner's default
+SETTINGS = (("pattern", 128), ("pattern", 64), ("lfbo_quick", 128), ("lfbo_quick", 64), ("lfbo_quick", 32))
+
+
+def parse_setting(text: str) -> tuple[str, int]:
+    """'STRATEGY:EVALUATIONS' as a pair; a clear error names the text and what is allowed."""
+    strategy, _, evaluations = text.partition(":")
+    if strategy not in NAMES or not evaluations.isdigit() or int(evaluations) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not STRATEGY:EVALUATIONS with a strategy of "
+                                         f"{', '.join(NAMES)} and a positive number of evaluations per pipeline")
+    return strategy, int(evaluations)
+
+
+def run_one(dataset_path: str, strategy: str, per_pipeline: int, seed: int) -> dict:
+    """One replay of the autotuner over every batch size the dataset records for all of Llama-3.1-8B's projections."""
+    dataset = load_dataset(dataset_path, kernel=NAME)
+    batches = tuned_batches(dataset, LLAMA_3_1_8B)
+    ok = dataset.measurements[dataset.measurements.status == "ok"]
+    fastest = ok.groupby(list(dataset.shape_names)).latency_ms.min()
+    started = time.perf_counter()
+    tuning = autotune(LLAMA_3_1_8B, batches, ReplayStepEvaluators(dataset),
+                      AutotuneSettings(strategy=strategy, evaluations_per_pipeline=per_pipeline, seed=seed))
+    picks = at_best = 0
+    step_ratios = {}
+    for bucket in tuning.buckets:
+        best_step = 0.0
+        for projection in LLAMA_3_1_8B.projections:
+            best = float(fastest.loc[projection.shape(bucket.batch)])
+            best_step += best
+            picks += 1
+            at_best += bucket.projections[projection.name].choice.latency_ms <= best
+        step_ratios[bucket.batch] = bucket.step_ms / best_step
+    return {"strategy": strategy, "per_pipeline": per_pipeline, "seed": seed, "evaluations": tuning.evaluations,
+            "search_s": tuning.search_s, "picks": picks, "picks_at_best": at_best,
+            "worst_step_ratio": max(step_ratios.values()), "step_ratios": json.dumps(step_ratios),
+            "rounds": max(len(bucket.round_totals_ms) for bucket in tuning.buckets),
+            "wall_s": time.perf_counter() - started}
+
+
+def summary(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per setting, in the order given: medians over seeds, and the worst seed."""
+    rows = []
+    for (strategy, per_pipeline), group in runs.groupby(["strategy", "per_pipeline"], sort=False):
+        rows.append({
+            "strategy": strategy, "evaluations per pipeline": per_pipeline, "seeds": len(group),
+            "evaluations (median)": f"{group.evaluations.median():,.0f}",
+            "simulated s (median)": f"{group.search_s.median():.0f}",
+            "picks at the recorded best (median, worst seed)":
+                f"{group.picks_at_best.median():.0f}, {group.picks_at_best.min()} of {group.picks.iloc[0]}",
+            "seeds with every pick at the best": f"{(group.picks_at_best == group.picks).sum()} of {len(group)}",
+            "worst MLP step / best (worst seed)": f"{group.worst_step_ratio.max():.4f}",
+        })
+    return pd.DataFrame(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--settings", type=parse_setting, nargs="+", default=list(SETTINGS),
+                        metavar="STRATEGY:EVALUATIONS")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--out", type=Path, required=True, help="the markdown summary (its CSV of runs beside it)")
+    args = parser.parse_args(argv)
+    if args.seeds < 1 or args.workers < 1:
+        raise SystemExit(f"error: --seeds {args.seeds}, --workers {args.workers}: each must be at least 1")
+    if not args.dataset.is_file():
+        raise SystemExit(f"error: no dataset at {args.dataset}")
+    cache = args.out.with_suffix(".runs")
+    cache.mkdir(parents=True, exist_ok=True)
+    wanted = [(strategy, per_pipeline, seed) for strategy, per_pipeline in args.settings for seed in range(args.seeds)]
+    path = {run: cache / f"{run[0]}__{run[1]}__seed{run[2]}.json" for run in wanted}
+    todo = [run for run in wanted if not path[run].is_file()]
+    with ProcessPoolExecutor(args.workers) as pool:
+        futures = {pool.submit(run_one, str(args.dataset), *run): run for run in todo}
+        for future in tqdm(futures, desc="autotuner replays", unit="run", initial=len(wanted) - len(todo),
+                           total=len(wanted)):
+            write_text_atomically(path[futures[future]], json.dumps(future.result()))
+    runs = pd.DataFrame([json.loads(path[run].read_text()) for run in wanted])
+    dataset = load_dataset(args.dataset, kernel=NAME)
+    header = (f"Command: `{command_line('pipeline_selection_cost.py', argv)}` ({len(wanted)} runs, "
+              f"{runs.wall_s.sum():.0f} s of replay in {args.workers} processes on this machine). Dataset: "
+              f"`{args.dataset.relative_to(REPOSITORY) if args.dataset.is_relative_to(REPOSITORY) else args.dataset}`"
+              f" ({dataset.gpu}, recorded {dataset.provenance.get('date', 'at an unrecorded date')}). The autotuner's "
+              "rounds (until one gains at most 0.1 %, at most 4), each a search per pipeline of each projection at "
+              "each batch size, seeded seed + round; simulated seconds include the strategies' own CPU time here.")
+    write_text_atomically(args.out.with_suffix(".csv"), runs.to_csv(index=False))
+    write_text_atomically(args.out, f"# What the pipeline selection costs ({dataset.gpu})\n\n{header}\n\n"
+                          f"{markdown_table(summary(runs))}\n")
+    print(markdown_table(summary(runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
