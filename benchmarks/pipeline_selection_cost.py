@@ -34,20 +34,24 @@ from tunebench.tables import markdown_table
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DATASET = REPOSITORY / "results/datasets/compressed_matmul_bfloat16_h100.parquet"
-# (strategy, unique evaluations per pipeline run); the first is the autotuner's default
-SETTINGS = (("pattern", 128), ("pattern", 64), ("lfbo_quick", 128), ("lfbo_quick", 64), ("lfbo_quick", 32))
+# (strategy, unique evaluations per pipeline run, probe, leaders: a race when leaders > 0); the first is the default
+SETTINGS = (("pattern", 128, 0, 0), ("pattern", 64, 0, 0), ("lfbo_quick", 128, 0, 0), ("lfbo_quick", 64, 0, 0),
+            ("lfbo_quick", 32, 0, 0), ("lfbo_quick", 128, 30, 2), ("lfbo_quick", 128, 30, 1))
 
 
-def parse_setting(text: str) -> tuple[str, int]:
-    """'STRATEGY:EVALUATIONS' as a pair; a clear error names the text and what is allowed."""
-    strategy, _, evaluations = text.partition(":")
-    if strategy not in NAMES or not evaluations.isdigit() or int(evaluations) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not STRATEGY:EVALUATIONS with a strategy of "
-                                         f"{', '.join(NAMES)} and a positive number of evaluations per pipeline")
-    return strategy, int(evaluations)
+def parse_setting(text: str) -> tuple[str, int, int, int]:
+    """'STRATEGY:EVALUATIONS' or 'STRATEGY:EVALUATIONS:PROBE:LEADERS' (a race among the pipelines) as a tuple
+    (probe and leaders 0 without one); a clear error names the text and what is allowed."""
+    strategy, *numbers = text.split(":")
+    if strategy not in NAMES or len(numbers) not in (1, 3) or not all(number.isdigit() for number in numbers) \
+            or int(numbers[0]) < 1 or (len(numbers) == 3 and min(int(numbers[1]), int(numbers[2])) < 1):
+        raise argparse.ArgumentTypeError(f"{text!r} is not STRATEGY:EVALUATIONS[:PROBE:LEADERS] with a strategy of "
+                                         f"{', '.join(NAMES)} and positive numbers")
+    evaluations, probe, leaders = (int(number) for number in (*numbers, 0, 0)[:3])
+    return strategy, evaluations, probe, leaders
 
 
-def run_one(dataset_path: str, strategy: str, per_pipeline: int, seed: int) -> dict:
+def run_one(dataset_path: str, strategy: str, per_pipeline: int, probe: int, leaders: int, seed: int) -> dict:
     """One replay of the autotuner over every batch size the dataset records for all of Llama-3.1-8B's projections."""
     dataset = load_dataset(dataset_path, kernel=NAME)
     batches = tuned_batches(dataset, LLAMA_3_1_8B)
@@ -55,7 +59,8 @@ def run_one(dataset_path: str, strategy: str, per_pipeline: int, seed: int) -> d
     fastest = ok.groupby(list(dataset.shape_names)).latency_ms.min()
     started = time.perf_counter()
     tuning = autotune(LLAMA_3_1_8B, batches, ReplayStepEvaluators(dataset),
-                      AutotuneSettings(strategy=strategy, evaluations_per_pipeline=per_pipeline, seed=seed))
+                      AutotuneSettings(strategy=strategy, evaluations_per_pipeline=per_pipeline, seed=seed,
+                                       probe=probe, leaders=leaders))
     picks = at_best = 0
     step_ratios = {}
     for bucket in tuning.buckets:
@@ -66,7 +71,7 @@ def run_one(dataset_path: str, strategy: str, per_pipeline: int, seed: int) -> d
             picks += 1
             at_best += bucket.projections[projection.name].choice.latency_ms <= best
         step_ratios[bucket.batch] = bucket.step_ms / best_step
-    return {"strategy": strategy, "per_pipeline": per_pipeline, "seed": seed, "evaluations": tuning.evaluations,
+    return {"strategy": strategy, "per_pipeline": per_pipeline, "probe": probe, "leaders": leaders, "seed": seed, "evaluations": tuning.evaluations,
             "search_s": tuning.search_s, "picks": picks, "picks_at_best": at_best,
             "worst_step_ratio": max(step_ratios.values()), "step_ratios": json.dumps(step_ratios),
             "rounds": max(len(bucket.round_totals_ms) for bucket in tuning.buckets),
@@ -76,9 +81,11 @@ def run_one(dataset_path: str, strategy: str, per_pipeline: int, seed: int) -> d
 def summary(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per setting, in the order given: medians over seeds, and the worst seed."""
     rows = []
-    for (strategy, per_pipeline), group in runs.groupby(["strategy", "per_pipeline"], sort=False):
+    for (strategy, per_pipeline, probe, leaders), group in runs.groupby(
+            ["strategy", "per_pipeline", "probe", "leaders"], sort=False):
         rows.append({
-            "strategy": strategy, "evaluations per pipeline": per_pipeline, "seeds": len(group),
+            "strategy": strategy, "evaluations per pipeline": per_pipeline,
+            "race": f"probe {probe}, {leaders} go on" if leaders else "none", "seeds": len(group),
             "evaluations (median)": f"{group.evaluations.median():,.0f}",
             "simulated s (median)": f"{group.search_s.median():.0f}",
             "picks at the recorded best (median, worst seed)":
@@ -93,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--settings", type=parse_setting, nargs="+", default=list(SETTINGS),
-                        metavar="STRATEGY:EVALUATIONS")
+                        metavar="STRATEGY:EVALUATIONS[:PROBE:LEADERS]")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--out", type=Path, required=True, help="the markdown summary (its CSV of runs beside it)")
@@ -104,15 +111,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"error: no dataset at {args.dataset}")
     cache = args.out.with_suffix(".runs")
     cache.mkdir(parents=True, exist_ok=True)
-    wanted = [(strategy, per_pipeline, seed) for strategy, per_pipeline in args.settings for seed in range(args.seeds)]
-    path = {run: cache / f"{run[0]}__{run[1]}__seed{run[2]}.json" for run in wanted}
+    wanted = [(*setting, seed) for setting in args.settings for seed in range(args.seeds)]
+    path = {run: cache / ("__".join(map(str, run[:2] if not run[3] else run[:4])) + f"__seed{run[4]}.json")
+            for run in wanted}
     todo = [run for run in wanted if not path[run].is_file()]
     with ProcessPoolExecutor(args.workers) as pool:
         futures = {pool.submit(run_one, str(args.dataset), *run): run for run in todo}
         for future in tqdm(futures, desc="autotuner replays", unit="run", initial=len(wanted) - len(todo),
                            total=len(wanted)):
             write_text_atomically(path[futures[future]], json.dumps(future.result()))
-    runs = pd.DataFrame([json.loads(path[run].read_text()) for run in wanted])
+    runs = pd.DataFrame([{"probe": 0, "leaders": 0, **json.loads(path[run].read_text())} for run in wanted])
     dataset = load_dataset(args.dataset, kernel=NAME)
     header = (f"Command: `{command_line('pipeline_selection_cost.py', argv)}` ({len(wanted)} runs, "
               f"{runs.wall_s.sum():.0f} s of replay in {args.workers} processes on this machine). Dataset: "

@@ -2,6 +2,7 @@
 pipeline's run spends its own budget, in turn or interleaved, exactly as separate runs would, and bad settings fail
 clearly."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,18 @@ def test_interleaved_runs_measure_the_same_configs_and_reach_every_pipeline_soon
     assert interleaved.best_ms.min() == in_turn.best_ms.min()
 
 
+def test_a_race_probes_every_pipeline_then_lets_only_the_leaders_go_on(dataset):
+    trace = stratified_trace(dataset, inner="lfbo_quick", evaluations_per_stratum=128, probe=30, leaders=1)
+    counts = {pipeline: pipelines_of(trace).count(pipeline) for pipeline in PIPELINES}
+    probed = trace.iloc[:3 + 3 * 30]  # decode_then_cublas's 3 configs, then each other pipeline's first 30
+    assert counts["decode_then_cublas"] == 3 and sorted(counts.values())[1:3] == [30, 30]
+    leader = max(counts, key=counts.get)
+    assert 30 < counts[leader] <= 128 and set(pipelines_of(trace)[3 + 3 * 30:]) == {leader}
+    fastest = {pipeline: probed.latency_ms[[key.startswith(pipeline + ",") for key in probed.config_key]].min()
+               for pipeline in PIPELINES[1:]}
+    assert leader == min(fastest, key=fastest.get)
+
+
 def test_strata_follow_the_parameters_values_and_skip_empty_ones(dataset):
     space = ReplayEvaluator(dataset, SHAPE).space
     strategy = Stratified(space)
@@ -77,7 +90,8 @@ def test_strata_follow_the_parameters_values_and_skip_empty_ones(dataset):
     ({"parameter": "pipelines"}, "parameter='pipelines' is not a parameter of this space; allowed: pipeline"),
     ({"evaluations_per_stratum": 0}, "evaluations_per_stratum=0; allowed: >= 1"),
     ({"inner": "patern"}, "unknown strategy 'patern'"),
+    ({"leaders": 1}, "leaders=1, probe=0; allowed: leaders 0 (no race), or leaders >= 1 with probe >= 1"),
 ])
 def test_bad_settings_are_named(dataset, settings, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         make_strategy(STRATIFIED, ReplayEvaluator(dataset, SHAPE).space, **settings)

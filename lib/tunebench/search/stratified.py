@@ -9,7 +9,8 @@ stratum's run follows the study's own rules (`study.Search`): configs it asks ag
 a run that asks nothing new for STALLED_BATCHES batches ends, and one whose batch overruns its budget measures the
 batch's first configs up to the budget and ends there, untold. In turn (the default) the strata run one after another,
 in the order of the parameter's values; interleaved, their runs take turns batch by batch, so the budget reaches every
-value early.
+value early. As a race, every run pauses once it has measured `probe` configs, and only the `leaders` runs with the
+fastest results go on.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class StratifiedSettings(StrategySettings):
         defaults, as (name, value) pairs. Every stratum's run is seeded with this strategy's seed.
     evaluations_per_stratum: unique evaluations each stratum's run may spend.
     interleave: the strata's runs take turns batch by batch instead of running one after another.
+    probe, leaders: with leaders > 0, a race: every stratum's run first stops at the end of the batch that brings it to
+        `probe` unique evaluations (or at its budget, or its end), and then only the `leaders` strata with the fastest
+        results so far go on, to their full budget (0: no race; every stratum spends its budget).
     """
 
     parameter: str = "pipeline"
@@ -40,13 +44,16 @@ class StratifiedSettings(StrategySettings):
     inner_settings: tuple[tuple[str, Any], ...] = ()
     evaluations_per_stratum: int = 128
     interleave: bool = False
+    probe: int = 0
+    leaders: int = 0
 
 
 class _StratumRun:
     """One stratum's inner strategy, driven under its budget as `study.Search` drives a strategy."""
 
-    def __init__(self, strategy: Strategy, budget: int) -> None:
+    def __init__(self, strategy: Strategy, budget: int, pause_at: int | None = None) -> None:
         self.strategy, self.budget = strategy, budget
+        self.pause_at = budget if pause_at is None else pause_at  # asks no more once it has measured this many
         self.seen: dict[Key, Result] = {}
         self.over = False
         self._pending: tuple[list[Key], bool] | None = None  # the asked batch's keys, and whether it overran
@@ -54,6 +61,8 @@ class _StratumRun:
     def next_configs(self) -> list[Config]:
         """The new configs of the strategy's next batch that asks any (cut to the budget), or [] once it is over."""
         stalled = 0
+        if len(self.seen) >= self.pause_at and self.pause_at < self.budget:
+            return []  # paused, not over: resume() lets it go on
         while not self.over and stalled < STALLED_BATCHES:
             left = self.budget - len(self.seen)
             batch = self.strategy.ask() if left > 0 else []
@@ -68,6 +77,17 @@ class _StratumRun:
             stalled += 1
         self.over = True
         return []
+
+    @property
+    def paused(self) -> bool:
+        return not self.over and len(self.seen) >= self.pause_at
+
+    @property
+    def best(self) -> float:
+        return min((result.objective for result in self.seen.values()), default=float("inf"))
+
+    def resume(self) -> None:
+        self.pause_at = self.budget
 
     def told(self, configs: list[Config], results: list[Result]) -> None:
         keys, overran = self._pending
@@ -94,6 +114,9 @@ class Stratified(Strategy):
             strategy_class(self.settings.inner)  # a clear error for a name that is neither registered nor a path
         if self.settings.evaluations_per_stratum < 1:
             raise ValueError(f"evaluations_per_stratum={self.settings.evaluations_per_stratum!r}; allowed: >= 1")
+        if self.settings.leaders < 0 or (self.settings.leaders and not 1 <= self.settings.probe):
+            raise ValueError(f"leaders={self.settings.leaders!r}, probe={self.settings.probe!r}; allowed: leaders 0 "
+                             "(no race), or leaders >= 1 with probe >= 1")
         self.strata = self._strata()
 
     def _strata(self) -> dict[Any, Space]:
@@ -106,14 +129,25 @@ class Stratified(Strategy):
                 for value in self.space[name].values if value in keys}
 
     def search(self) -> Search:
-        runs = [_StratumRun(make_strategy(self.settings.inner, stratum, seed=self.seed,
-                                          **dict(self.settings.inner_settings)),
-                            self.settings.evaluations_per_stratum) for stratum in self.strata.values()]
-        while runs:
-            for run in list(runs[:None if self.settings.interleave else 1]):
+        settings = self.settings
+        pause_at = settings.probe if settings.leaders else None
+        runs = [_StratumRun(make_strategy(settings.inner, stratum, seed=self.seed, **dict(settings.inner_settings)),
+                            settings.evaluations_per_stratum, pause_at) for stratum in self.strata.values()]
+        yield from self._drive(runs)
+        if settings.leaders:
+            going_on = sorted((run for run in runs if run.paused), key=lambda run: run.best)[:settings.leaders]
+            for run in going_on:
+                run.resume()
+            yield from self._drive(going_on)
+
+    def _drive(self, runs: list[_StratumRun]) -> Search:
+        """Step the runs, in turn or interleaved, until each is over or paused."""
+        active = list(runs)
+        while active:
+            for run in list(active[:None if self.settings.interleave else 1]):
                 yield from self._step(run)
-                if run.over:
-                    runs.remove(run)
+                if run.over or run.paused:
+                    active.remove(run)
 
     @staticmethod
     def _step(run: _StratumRun) -> Generator[list[Config], list[Result], None]:

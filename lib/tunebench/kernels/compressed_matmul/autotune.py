@@ -49,6 +49,8 @@ class AutotuneSettings:
     threshold: rounds stop once a full round makes the bucket's MLP step faster by at most this fraction (0.1 %:
         pattern search's own min_improvement).
     max_rounds: rounds at most per bucket.
+    probe, leaders: a race among the pipelines (`StratifiedSettings`): with leaders > 0, each pipeline's run stops
+        once it has measured `probe` configs, and only the `leaders` fastest pipelines so far go on (0: none).
     """
 
     strategy: str = "pattern"
@@ -57,6 +59,8 @@ class AutotuneSettings:
     seed: int = 0
     threshold: float = 0.001
     max_rounds: int = 4
+    probe: int = 0
+    leaders: int = 0
 
     def __post_init__(self) -> None:
         if self.strategy not in PRESETS:
@@ -209,7 +213,8 @@ class CoordinateDescent:
         started_s = recorder.elapsed_s
         per_pipeline = self.settings.evaluations_per_pipeline
         strategy = Stratified(recorder.evaluator.space, seed, StratifiedSettings(
-            "pipeline", self.settings.strategy, self.settings.strategy_settings, per_pipeline))
+            "pipeline", self.settings.strategy, self.settings.strategy_settings, per_pipeline,
+            probe=self.settings.probe, leaders=self.settings.leaders))
         run_search(strategy, recorder, Budget(evaluations=len(strategy.strata) * per_pipeline))
         self.evaluations += recorder.evaluations
         self.search_s += recorder.elapsed_s - started_s
