@@ -12,6 +12,7 @@ against the step of those fastest configs. Each finished run is kept in `<out>.r
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import time
@@ -28,7 +29,7 @@ from tunebench.kernels.compressed_matmul.autotune import AutotuneSettings, Repla
 from tunebench.kernels.compressed_matmul.family import NAME
 from tunebench.kernels.compressed_matmul.mlp import LLAMA_3_1_8B
 from tunebench.kernels.compressed_matmul.selection_study import tuned_batches
-from tunebench.measure.dataset import load_dataset
+from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.search import NAMES
 from tunebench.tables import markdown_table
 
@@ -51,12 +52,17 @@ def parse_setting(text: str) -> tuple[str, int, int, int]:
     return strategy, evaluations, probe, leaders
 
 
+@functools.cache
+def _recording(dataset_path: str) -> tuple[Dataset, list[int], pd.Series]:
+    """The dataset, its batch sizes for every projection and each shape's fastest ok latency: read once a process."""
+    dataset = load_dataset(dataset_path, kernel=NAME)
+    ok = dataset.measurements[dataset.measurements.status == "ok"]
+    return dataset, tuned_batches(dataset, LLAMA_3_1_8B), ok.groupby(list(dataset.shape_names)).latency_ms.min()
+
+
 def run_one(dataset_path: str, strategy: str, per_pipeline: int, probe: int, leaders: int, seed: int) -> dict:
     """One replay of the autotuner over every batch size the dataset records for all of Llama-3.1-8B's projections."""
-    dataset = load_dataset(dataset_path, kernel=NAME)
-    batches = tuned_batches(dataset, LLAMA_3_1_8B)
-    ok = dataset.measurements[dataset.measurements.status == "ok"]
-    fastest = ok.groupby(list(dataset.shape_names)).latency_ms.min()
+    dataset, batches, fastest = _recording(dataset_path)
     started = time.perf_counter()
     tuning = autotune(LLAMA_3_1_8B, batches, ReplayStepEvaluators(dataset),
                       AutotuneSettings(strategy=strategy, evaluations_per_pipeline=per_pipeline, seed=seed,
@@ -71,8 +77,8 @@ def run_one(dataset_path: str, strategy: str, per_pipeline: int, probe: int, lea
             picks += 1
             at_best += bucket.projections[projection.name].choice.latency_ms <= best
         step_ratios[bucket.batch] = bucket.step_ms / best_step
-    return {"strategy": strategy, "per_pipeline": per_pipeline, "probe": probe, "leaders": leaders, "seed": seed, "evaluations": tuning.evaluations,
-            "search_s": tuning.search_s, "picks": picks, "picks_at_best": at_best,
+    return {"strategy": strategy, "per_pipeline": per_pipeline, "probe": probe, "leaders": leaders, "seed": seed,
+            "evaluations": tuning.evaluations, "search_s": tuning.search_s, "picks": picks, "picks_at_best": at_best,
             "worst_step_ratio": max(step_ratios.values()), "step_ratios": json.dumps(step_ratios),
             "rounds": max(len(bucket.round_totals_ms) for bucket in tuning.buckets),
             "wall_s": time.perf_counter() - started}
@@ -121,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            total=len(wanted)):
             write_text_atomically(path[futures[future]], json.dumps(future.result()))
     runs = pd.DataFrame([{"probe": 0, "leaders": 0, **json.loads(path[run].read_text())} for run in wanted])
-    dataset = load_dataset(args.dataset, kernel=NAME)
+    dataset = _recording(str(args.dataset))[0]
     header = (f"Command: `{command_line('pipeline_selection_cost.py', argv)}` ({len(wanted)} runs, "
               f"{runs.wall_s.sum():.0f} s of replay in {args.workers} processes on this machine). Dataset: "
               f"`{args.dataset.relative_to(REPOSITORY) if args.dataset.is_relative_to(REPOSITORY) else args.dataset}`"
