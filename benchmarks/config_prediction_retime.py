@@ -18,6 +18,8 @@ CPU:  .venv/bin/python benchmarks/config_prediction_retime.py summarize --journa
       [--picks P: judge another predictor's picks, all timed by the same sitting]
       .venv/bin/python benchmarks/config_prediction_retime.py pool --journals J1 J2 ... --out P.md: several sittings'
       shapes pooled (each journal judged by the picks frozen beside it)
+      .venv/bin/python benchmarks/config_prediction_retime.py compare --journals J1 J2 ... --out C.md: the same picks
+      judged by several journals (say, one per L2 flush, `measure --flush`), per family side by side
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ import pandas as pd
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.result import Status
-from tunebench.predict.evaluation import retimed_efficiency, untimed_picks
+from tunebench.measure.timing import FLUSHES, TimingPolicy
+from tunebench.predict.evaluation import FAMILIES, family, retimed_efficiency, untimed_picks
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h100_prediction.parquet"
@@ -82,6 +85,10 @@ def measure(args: argparse.Namespace) -> None:
     from tunebench.measure.live import GpuBench
 
     journal = Path(args.journal)
+    provenance = journal.with_suffix(".provenance.json")
+    if provenance.exists() and (flush := recorded_flush(provenance)) != args.flush:
+        raise SystemExit(f"error: {journal} was timed with --flush {flush}, not --flush {args.flush}: one journal "
+                         f"holds one timing policy; continue it with --flush {flush} or name another --journal")
     picks = picks_path(journal)
     if not picks.exists():
         shutil.copyfile(args.per_shape, picks)
@@ -91,8 +98,7 @@ def measure(args: argparse.Namespace) -> None:
         existing = pd.read_csv(journal)
         done = set(zip(existing["round"], existing["M"], existing["N"], existing["K"]))
     started = time.monotonic()
-    with GpuBench("matmul", "bfloat16") as bench:
-        provenance = journal.with_suffix(".provenance.json")
+    with GpuBench("matmul", "bfloat16", timing=TimingPolicy(flush=args.flush)) as bench:
         if not provenance.exists():
             write_text_atomically(provenance, json.dumps(bench.provenance(["python3", *sys.argv]), indent=1))
         new_file = not journal.exists()
@@ -158,6 +164,55 @@ The 10 shapes with the lowest re-timed prediction efficiency:
     print(text)
 
 
+def recorded_flush(provenance: Path) -> str:
+    """How the sitting whose provenance this is evicted the L2 ("zero" where it says nothing: the only flush there
+    was before `TimingPolicy.flush`)."""
+    return json.loads(provenance.read_text()).get("timing", {}).get("flush", "zero")
+
+
+def compare(args: argparse.Namespace) -> None:
+    """The picks frozen beside the first journal, judged by every journal on the shapes all of them timed in full
+    (say, one sitting per L2 flush): per family, each journal's mean / P10 / min efficiency of the prediction and the
+    dispatcher, and the median latency of each shape's fastest config in the set."""
+    from tunebench.tables import markdown_table
+
+    if not args.journals or len(args.journals) < 2:
+        raise SystemExit("compare needs --journals with two or more re-timing journals")
+    per_shape = pd.read_csv(picks_path(args.journals[0]))
+    tables, bests = {}, {}
+    for journal in args.journals:
+        label = f"{journal.stem} (flush {recorded_flush(journal.with_suffix('.provenance.json'))})"
+        frame = pd.read_csv(journal)
+        ok = frame[(frame["status"] == Status.OK.value) & (frame["round"] > 0)]
+        bests[label] = ok.groupby(["M", "N", "K", "config"])["latency_ms"].median().groupby(["M", "N", "K"]).min()
+        table = retimed_efficiency(frame, per_shape, TOP_K)
+        if table.empty:
+            raise SystemExit(f"{journal.name} timed none of the shapes of {picks_path(args.journals[0]).name}")
+        tables[label] = table.set_index(["M", "N", "K"])
+    shapes = sorted(set.intersection(*(set(table.index) for table in tables.values())))
+    if not shapes:
+        raise SystemExit("the journals share no re-timed shape")
+    rows = []
+    for name, members in [("all", shapes), *((name, [s for s in shapes if family(s[0]) == name])
+                                             for name, _, _ in FAMILIES)]:
+        if not members:
+            continue
+        row = {"shapes": name, "count": len(members)}
+        for label, table in tables.items():
+            for column in ("prediction", "dispatcher"):
+                values = table.loc[members, column]
+                row[f"{column}, {label}"] = (f"{values.mean():.2%} / {np.percentile(values, 10):.2%} / "
+                                             f"{values.min():.2%}")
+            row[f"fastest's median latency, {label}"] = f"{1000 * bests[label].loc[members].median():.1f} us"
+        rows.append(row)
+    text = (f"# Re-timed picks judged by several sittings\n\nCommand: `.venv/bin/python {' '.join(sys.argv)}`.\n\n"
+            f"The picks frozen beside `{args.journals[0].name}` on the {len(shapes)} shapes every journal timed, each "
+            "judged as `summarize` judges it (rounds 1.. of the journal's own sitting): mean / P10 / min efficiency, "
+            f"and the median over shapes of the fastest config's latency.\n\n{markdown_table(pd.DataFrame(rows))}\n")
+    write_text_atomically(args.out, text)
+    print(text)
+
+
 def judged_columns(table: pd.DataFrame) -> list[str]:
     """The efficiency columns of a `retimed_efficiency` table (every one but the shape and the count timed)."""
     return [name for name in table.columns if name not in ("M", "N", "K", "configs timed")]
@@ -208,7 +263,7 @@ def row_range(text: str) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=("measure", "summarize", "pool"))
+    parser.add_argument("mode", choices=("measure", "summarize", "pool", "compare"))
     parser.add_argument("--journal", type=Path, default=REPO / "results" / "config_prediction" / "retime_h100.csv")
     parser.add_argument("--per-shape", type=Path, default=PER_SHAPE, help="the picks to time (first sitting only)")
     parser.add_argument("--dataset", type=Path, default=DATASET)
@@ -220,9 +275,12 @@ def main() -> None:
                              "timed the union of two predictors' picks judges each); every pick must have been timed")
     parser.add_argument("--rows", type=row_range, default=(0, None), metavar="START:STOP",
                         help="summarize only these rows of the frozen picks (0-based, STOP excluded)")
-    parser.add_argument("--journals", type=Path, nargs="+", help="pool: the re-timing journals to pool")
+    parser.add_argument("--journals", type=Path, nargs="+",
+                        help="pool, compare: the re-timing journals to pool or to judge the first one's picks by")
+    parser.add_argument("--flush", choices=FLUSHES, default="zero",
+                        help="measure: how the timer evicts the L2 before each run (docs/measuring.md)")
     args = parser.parse_args()
-    {"measure": measure, "summarize": summarize, "pool": pool}[args.mode](args)
+    {"measure": measure, "summarize": summarize, "pool": pool, "compare": compare}[args.mode](args)
 
 
 if __name__ == "__main__":

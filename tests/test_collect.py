@@ -22,6 +22,7 @@ from tunebench.collect import (Journal, JournalBusy, build_dataset, dataset_reco
                                 sweep_provenance, whole_shapes, with_added_configs)
 from tunebench.kernels import get_kernel, kernel_source_sha256
 from tunebench.measure.dataset import load_dataset
+from tunebench.measure.timing import TimingPolicy
 from tunebench.space import ConfigError
 
 import stand_in_bench
@@ -397,3 +398,21 @@ def test_resuming_a_journal_of_another_kernel_source_warns_and_goes_on(tmp_path,
         message = (f"earlier sittings of this journal measured kernel source 0123456789abcdef; the current code's is "
                    f"{current}")
         assert (message in capsys.readouterr().err) is warned
+
+
+def test_a_journal_timed_with_one_flush_is_not_continued_with_the_other(tmp_path, capsys):
+    """A sitting that recorded no flush zeroed the buffer; continuing its journal with --flush read is refused, on
+    the command line with the journal named and the flush that continues it."""
+    out = tmp_path / "zeroed.parquet"
+    assert not sweep("matmul", "bfloat16", SHAPES, out, limit_configs=10, stop_after_s=0.0, make_bench=StandInBench)
+    with pytest.raises(ValueError, match="was timed with --flush zero, not --flush read"):
+        sweep("matmul", "bfloat16", SHAPES, out, limit_configs=10, stop_after_s=0.0, make_bench=StandInBench,
+              timing=TimingPolicy(flush="read"))
+    assert not sweep("matmul", "bfloat16", SHAPES, out, limit_configs=10, stop_after_s=0.0, make_bench=StandInBench,
+                     timing=TimingPolicy(flush="zero"))
+    with pytest.raises(SystemExit):
+        main(["--shapes", "3x32x48", "--out", str(out), "--flush", "read"])
+    assert "continue it with --flush zero or write another --out" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--shapes", "3x32x48", "--out", str(out), "--flush", "write"])
+    assert "invalid choice: 'write' (choose from" in capsys.readouterr().err

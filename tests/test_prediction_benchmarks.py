@@ -104,6 +104,45 @@ def test_pooled_re_timings_are_every_sittings_shapes_together(tmp_path):
         retime.pool(argparse.Namespace(journals=[unfinished], out=out))
 
 
+def test_compared_re_timings_judge_the_first_journals_picks_by_each_sitting_per_family(tmp_path):
+    """`config_prediction_retime.py compare`: a recorded check and a copy of it whose M < 8 shapes' non-best configs
+    ran 8 us slower, labelled as timed under the read flush, judge the same picks; the copy
+    says its flush, its efficiencies move only where the latencies did, and a journal of other shapes is refused."""
+    import argparse
+    import json
+
+    import config_prediction_retime as retime  # noqa: E402  (a sibling script)
+    from tunebench.predict.evaluation import retimed_efficiency
+    results = Path(__file__).resolve().parents[1] / "results" / "config_prediction"
+    zero = results / "retime_h100_thirteenth.csv"
+    frame = pd.read_csv(zero)
+    read = tmp_path / "read.csv"
+    slower = (frame["M"] < 8) & (frame["latency_ms"] > frame.groupby(["M", "N", "K"])["latency_ms"].transform("min"))
+    frame.assign(latency_ms=frame["latency_ms"] + 0.008 * slower).to_csv(read, index=False)
+    provenance = json.loads(zero.with_suffix(".provenance.json").read_text())
+    read.with_suffix(".provenance.json").write_text(json.dumps({**provenance, "timing": {"flush": "read"}}))
+    out = tmp_path / "compared.md"
+    retime.compare(argparse.Namespace(journals=[zero, read], out=out))
+    text = out.read_text()
+    picks = pd.read_csv(retime.picks_path(zero))
+    judged = {name: retimed_efficiency(pd.read_csv(journal), picks, retime.TOP_K)
+              for name, journal in (("zero", zero), ("read", read))}
+    for name, table in judged.items():
+        large = table[table["M"] >= 1024]["prediction"]
+        assert f"| M >= 1024 | {len(large)} |" in text
+        assert f"{large.mean():.2%} / {np.percentile(large, 10):.2%} / {large.min():.2%}" in text
+    small = {name: table[table["M"] < 8]["prediction"].mean() for name, table in judged.items()}
+    assert small["read"] < small["zero"]
+    assert "retime_h100_thirteenth (flush zero)" in text and "read (flush read)" in text
+    with pytest.raises(SystemExit, match="two or more"):
+        retime.compare(argparse.Namespace(journals=[zero], out=out))
+    other = tmp_path / "other.csv"
+    frame.assign(M=frame["M"] + 100_000).to_csv(other, index=False)
+    other.with_suffix(".provenance.json").write_text("{}")
+    with pytest.raises(SystemExit, match="other.csv timed none of the shapes of retime_h100_thirteenth.picks.csv"):
+        retime.compare(argparse.Namespace(journals=[zero, other], out=out))
+
+
 def test_the_unaligned_learning_curve_keeps_every_aligned_shape_and_draws_the_others():
     shapes = np.array([(64, 4096, 4096), (8, 4100, 4096), (8, 4096, 4097), (2, 1024, 512), (3, 1000, 511),
                        (5, 4104, 1024)])

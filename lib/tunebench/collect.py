@@ -28,7 +28,7 @@ from tunebench.measure.dataset import (SITTING, Dataset, load_dataset, provenanc
                                       save_dataset, sweep_provenance)
 from tunebench.measure.result import Result, Status
 from tunebench.measure.screen import Screen
-from tunebench.measure.timing import TimingPolicy
+from tunebench.measure.timing import FLUSHES, TimingPolicy
 
 Shape = tuple[int, ...]
 
@@ -342,6 +342,17 @@ def _warn_of_other_kernel_source(records: Sequence[Mapping[str, Any]], current: 
               file=sys.stderr, flush=True)
 
 
+def _refuse_other_flush(records: Sequence[Mapping[str, Any]], path: Path, flush: str) -> None:
+    """A ValueError when the journal's earlier sittings evicted the L2 another way than `flush` (a sitting that
+    recorded no flush zeroed the buffer, the only flush there was): one dataset holds one timing policy."""
+    earlier = {(record["provenance"].get("timing") or {}).get("flush", "zero")
+               for record in records if record["kind"] == "provenance"}
+    if earlier - {flush}:
+        recorded = " and ".join(sorted(earlier))
+        raise ValueError(f"{path} was timed with --flush {recorded}, not --flush {flush}: a dataset holds one timing "
+                         f"policy; continue it with --flush {recorded} or write another --out")
+
+
 def journal_of(out: Path) -> Journal:
     """The journal of the sweep that writes `out`."""
     return Journal(out.with_suffix(".journal") / "journal.jsonl")
@@ -378,6 +389,7 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
             print(f"journal started from {resume_from}: {journal.seed_from(resume_from)} records", flush=True)
         records = journal.read()
         _warn_of_other_kernel_source(records, kernel_source_sha256(kernel))
+        _refuse_other_flush(records, journal.path, timing.flush)
         done = {(tuple(r["shape"]), space.key(r["config"]) if r["kind"] == "config" else "vendor")
                 for r in records if r["kind"] in ("config", "vendor")}
         screens = _Screens(space.key, records)
@@ -477,6 +489,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--screen-margin", type=float, default=None,
                         help="with --screen-runs: time in full the configs within this fraction of the shape's "
                              "screened best (default 0.2)")
+    parser.add_argument("--flush", choices=FLUSHES, default="zero",
+                        help="how the timer evicts the L2 before each run: zero the flush buffer (the default, as "
+                             "every recorded dataset) or read it (no dirty lines left to write back; "
+                             "docs/measuring.md)")
     parser.add_argument("--gpus", default=None,
                         help="device indices, e.g. 0,1: one collector per GPU, each on its share of the shapes and "
                              "of the CPU cores (default: the one GPU CUDA_VISIBLE_DEVICES shows first)")
@@ -522,14 +538,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.gpus is None:
             complete = sweep(args.kernel, args.dtype, shapes, args.out, compile_workers=args.compile_workers,
                              stop_after_s=args.stop_after_s, limit_configs=args.limit_configs, seed=args.seed,
-                             command=command, configs=configs, resume_from=args.resume_from, screen=screen)
+                             command=command, configs=configs, resume_from=args.resume_from, screen=screen,
+                             timing=TimingPolicy(flush=args.flush))
         else:
             from tunebench.collect_gpus import parse_gpus, sweep_on_gpus
 
             complete = sweep_on_gpus(args.kernel, args.dtype, shapes, args.out, parse_gpus(args.gpus),
                                      compile_workers=args.compile_workers, stop_after_s=args.stop_after_s,
                                      limit_configs=args.limit_configs, seed=args.seed, command=command,
-                                     configs=configs, screen=screen)
+                                     configs=configs, screen=screen, timing=TimingPolicy(flush=args.flush))
     except ValueError as error:  # a config outside the space, a journal that cannot be resumed from, bad --gpus
         parser.error(str(error))
     except RuntimeError as error:  # another collector holds the journal; or a GPU's collector died (--gpus), its own
