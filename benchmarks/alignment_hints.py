@@ -60,7 +60,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hinted", type=Path, default=DATASETS / "matmul_bfloat16_h100_prediction.parquet")
     parser.add_argument("--unhinted", type=Path, default=DATASETS / "matmul_bfloat16_h100_prediction_unhinted.parquet")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "alignment_hints")

@@ -33,7 +33,7 @@ KERNELS = ("layernorm", "softmax")  # the memory-bound families, whose cost is b
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("datasets", type=Path, nargs="+", help="recorded datasets, e.g. "
                         "results/datasets/softmax_bfloat16_h100.parquet")
     parser.add_argument("--out-dir", type=Path, default=Path("results/bandwidth"))

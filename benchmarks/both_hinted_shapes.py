@@ -27,7 +27,7 @@ def both_hinted_draw_end() -> int:
 
 
 def main() -> int:
-    return later_draw_main(__doc__.splitlines()[0], draw, odd_draw_end(), BATCH)
+    return later_draw_main(__doc__.split("\n\n")[0], draw, odd_draw_end(), BATCH)
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ def summary(timings: pd.DataFrame, dispatcher: Dispatcher) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--selection", type=Path,
                         help=f"the pipeline-selection file to dispatch by (default: this GPU's in {SELECTIONS})")
     parser.add_argument("--model", default=LLAMA_3_1_8B.model)

@@ -185,7 +185,7 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", type=Path, default=Path("results/compressed_pipelines"))
     parser.add_argument("--projections", default="gate,up,down", help="a subset of gate,up,down")
     args = parser.parse_args(argv)

@@ -104,7 +104,7 @@ def sittings(dataset, later: list[Path]) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--later", type=Path, nargs="*", default=[],
                         help="later sittings' own datasets (as the collector wrote them), for their cuBLAS")

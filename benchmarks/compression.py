@@ -104,7 +104,7 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", type=Path, default=Path("results/compression"))
     parser.add_argument("--statistics", type=Path, default=synthetic.STATISTICS_PATH)
     parser.add_argument("--skip-synthetic", action="store_true", help="leave out the synthetic Llama shapes")

@@ -231,7 +231,7 @@ def fit_deployed(data: TrainingData, objectives: Sequence[str], metrics: dict[st
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--workers", type=int, default=2, help="processes (each single-threaded)")
     parser.add_argument("--lfbo-seeds", type=int, default=1, help="search seeds per held-out shape for LFBO")

@@ -86,7 +86,7 @@ def summary(values: np.ndarray) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--compiled-resources", type=Path, default=COMPILED_RESOURCES)
     parser.add_argument("--vary", choices=tuple(SIZES), default="all",

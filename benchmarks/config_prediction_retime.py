@@ -262,7 +262,7 @@ def row_range(text: str) -> tuple[int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=("measure", "summarize", "pool", "compare"))
     parser.add_argument("--journal", type=Path, default=REPO / "results" / "config_prediction" / "retime_h100.csv")
     parser.add_argument("--per-shape", type=Path, default=PER_SHAPE, help="the picks to time (first sitting only)")

@@ -254,7 +254,7 @@ def describe(best: Sequence[tuple[tuple[int, ...], Mapping[str, Any]]], comparis
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", type=Path, nargs="*", default=None,
                         help="dataset files (default: results/datasets/*.parquet and their extensions)")
     parser.add_argument("--shapes-per-dataset", type=int, default=16, help="best configs checked per file (default 16)")

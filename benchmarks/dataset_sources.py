@@ -159,7 +159,7 @@ def dataset_paths(datasets: Sequence[Path] | None) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", type=Path, nargs="*", default=None,
                         help="dataset files (default: results/datasets/*.parquet and their extensions)")
     parser.add_argument("--out", type=Path, default=OUT)

@@ -83,7 +83,7 @@ def moved_bytes(tensors, output: str, out: torch.Tensor) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--projections", default="gate,up,down", help="a subset of gate,up,down")
     parser.add_argument("--outputs", default=",".join(decoders.OUTPUTS), help="a subset of " + ",".join(decoders.OUTPUTS))
     parser.add_argument("--steps", default=str(StreamLayout().steps), help="stream layouts: steps a lane, a list")

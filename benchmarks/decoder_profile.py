@@ -104,7 +104,7 @@ def counter_table(rows: list[dict]) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("launch", help="launch the stream decoder for ncu")
     run.add_argument("--outputs", default=",".join(decoders.OUTPUTS))

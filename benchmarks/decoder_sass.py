@@ -116,7 +116,7 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--outputs", default=",".join(decoders.OUTPUTS),
                         help="a subset of " + ",".join(decoders.OUTPUTS))
     parser.add_argument("--num-warps", type=int, default=decoders.DECODER.num_warps)

@@ -50,7 +50,7 @@ def commit() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--predictor", type=Path, default=PREDICTOR)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--threads", type=int, default=default_threads(),

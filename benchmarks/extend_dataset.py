@@ -17,7 +17,7 @@ from tunebench.measure.dataset import load_dataset, save_extension
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--journal", type=Path, required=True,
                         help="the later sitting's journal (.jsonl or .gz), or the dataset it wrote (.parquet)")

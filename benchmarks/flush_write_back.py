@@ -41,7 +41,7 @@ def summary(timings: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     args, gpu = parse_round_arguments(parser, argv, rounds=5)
     dispatcher = Dispatcher.load(SELECTIONS / file_name(LLAMA_3_1_8B.model, gpu), model=LLAMA_3_1_8B.model, gpu=gpu)
     compressed, uncompressed = weights(dispatcher.selection.tuning.mlp, args.seed)

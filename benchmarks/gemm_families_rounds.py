@@ -61,7 +61,7 @@ def summarize(out_dir: Path, command: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write-plan", type=Path, help="write each family's configs to time into this folder")
     parser.add_argument("--pointer", type=Path, help="the pointer GEMM's recorded dataset (with --write-plan)")
     parser.add_argument("--tma", type=Path, help="the TMA GEMM's recorded dataset (with --write-plan)")

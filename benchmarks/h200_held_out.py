@@ -108,7 +108,7 @@ def freeze(predictor_path: Path, out: Path, h100: Dataset, h200: Dataset) -> Non
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--predictor", type=Path, required=True, help="fitted here unless it exists")
     parser.add_argument("--picks", type=Path, required=True)
     parser.add_argument("--workers", type=int, default=2)

@@ -56,7 +56,7 @@ def draw() -> list[tuple[int, int, int]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="check the H200 dataset's shapes against the draw")
     args = parser.parse_args()
     shapes = draw()

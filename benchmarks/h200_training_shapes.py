@@ -78,7 +78,7 @@ def replay_report(table: pd.DataFrame, command: str, predictor_path: Path) -> st
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help=f"check the shapes of {DATASET.name}")
     parser.add_argument("--remaining", action="store_true", help=f"list only the shapes {DATASET.name} lacks")
     parser.add_argument("--replay", type=Path, default=None, help="a predictor file to judge on the measured shapes")

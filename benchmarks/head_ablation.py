@@ -162,7 +162,7 @@ VARIANTS: dict[str, Callable[[HeadLists, HeadLists], np.ndarray]] = {
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--predictor", type=Path, default=PREDICTOR, help="whose ranker settings the folds fit")
     parser.add_argument("--cache", type=Path, default=CACHE)

@@ -97,7 +97,7 @@ def per_kernel(summary: pd.DataFrame, trace: pd.DataFrame, names: Sequence[str],
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--strategy", default="lfbo", help="a registered name, a preset or an import path")
     parser.add_argument("--setting", default="initial_population", help="the one setting to choose")
     parser.add_argument("--values", nargs="+", type=json_value, default=[10, 20, 30, 50, 100],

@@ -185,7 +185,7 @@ def summarize(out: Path, traces: Sequence[Path], command: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["helion", "rounds", "summarize"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--effort", default="quick", choices=EFFORTS)

@@ -114,7 +114,7 @@ def summary(per_fit: pd.DataFrame) -> pd.DataFrame:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET, help="a recorded dataset whose tasks LFBO replays")
     parser.add_argument("--tasks", type=int, default=4, help="its first tasks")
     parser.add_argument("--seeds", type=int, default=2)

@@ -193,7 +193,7 @@ def report(per_run: pd.DataFrame, command: str, tasks: int, seeds: int) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--strategies", nargs="+", default=list(PRESETS),
                         choices=[name for name in NAMES if name.startswith("lfbo")])
     parser.add_argument("--seeds", type=int, default=2)

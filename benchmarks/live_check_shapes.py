@@ -37,7 +37,7 @@ def shapes_after_draw(first: int, count: int) -> list[tuple[int, int, int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--first", type=int, default=0, help="shapes of the continued draw to skip")
     parser.add_argument("--count", type=int, default=12)
     args = parser.parse_args(argv)

@@ -192,7 +192,7 @@ def race_shape(args: argparse.Namespace, shape: tuple[int, ...]) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernel", default="matmul", choices=["matmul", "matmul_tma", BOTH],
                         help=f"the GEMM kernel family whose space is searched; {BOTH}: race the two")
     parser.add_argument("--probe-batches", type=int, default=1,

@@ -60,7 +60,7 @@ def side_by_side(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folder", type=Path, required=True, help="a folder of <version>/<strategy>_seed<N>/ traces")
     args = parser.parse_args()
     if not args.folder.is_dir():

@@ -21,7 +21,7 @@ from tunebench.files import write_text_atomically
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("results/measurement_throughput.json"))
     parser.add_argument("--configs", type=int, default=240, help="configs sampled from the GEMM space")
     parser.add_argument("--rounds", type=int, default=10, help="re-measurements for repeatability")

@@ -30,7 +30,7 @@ def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
 
 
 def main() -> int:
-    return later_draw_main(__doc__.splitlines()[0], draw, both_hinted_draw_end(), BATCH)
+    return later_draw_main(__doc__.split("\n\n")[0], draw, both_hinted_draw_end(), BATCH)
 
 
 if __name__ == "__main__":

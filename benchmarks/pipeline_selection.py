@@ -142,7 +142,7 @@ def parse_setting(text: str) -> tuple[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     defaults = AutotuneSettings()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", type=Path, nargs="?", default=DEFAULT_DATASET)
     parser.add_argument("--model", choices=sorted(MODELS), default="Llama-3.1-8B")
     parser.add_argument("--strategy", choices=sorted(NAMES), default=defaults.strategy)

@@ -103,7 +103,7 @@ def summary(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--settings", type=parse_setting, nargs="+", default=list(SETTINGS),
                         metavar="STRATEGY:EVALUATIONS[:PROBE:LEADERS]")

@@ -142,7 +142,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--workers", type=int, default=2, help="processes, one fold each (each single-threaded)")
     parser.add_argument("--out", type=Path, default=OUT)

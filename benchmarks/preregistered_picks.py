@@ -141,7 +141,7 @@ The 10 lowest (`best_config`):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=("freeze", "score"))
     parser.add_argument("--predictor", type=Path, default=PREDICTOR)
     parser.add_argument("--picks", type=Path, default=PICKS)

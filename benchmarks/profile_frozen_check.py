@@ -176,7 +176,7 @@ def retimed(frozen: dict[str, pd.DataFrame], journal_path: Path) -> tuple[str, p
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2, help="threads of the fits")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()

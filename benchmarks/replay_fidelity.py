@@ -50,7 +50,7 @@ def live_against_replay(live_repeats: pd.DataFrame, by_seed: pd.DataFrame, start
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--live", type=Path, default=LIVE, help="the folder of the recorded live runs")
     parser.add_argument("--seeds", type=int, default=20)

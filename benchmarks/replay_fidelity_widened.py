@@ -54,7 +54,7 @@ def live_medians(runs: list[tuple[str, str, Path]]) -> pd.DataFrame:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=60.0, help="simulated seconds per replayed run")
     parser.add_argument("--workers", type=int, default=2)

@@ -59,7 +59,7 @@ def patience_rows(path: Path, strategy: str, patiences: list[int], kernel: str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("traces", type=Path, nargs="+", help="live_search.py traces (.parquet)")
     parser.add_argument("--strategy", default="warm:lfbo:restart", help="the recorded restart run of each trace")
     parser.add_argument("--patience", type=int, nargs="+", default=[1, 2], help="restart_patience values to re-drive")

@@ -126,7 +126,7 @@ def registers_table(sample: int, seed: int) -> pd.DataFrame:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("results/bandwidth/vectorization.md"))
     parser.add_argument("--sample", type=int, default=40, help="configs drawn per kernel for the register table")
     parser.add_argument("--seed", type=int, default=0)

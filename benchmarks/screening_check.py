@@ -81,7 +81,7 @@ def report(table: pd.DataFrame, full: Dataset, command: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", type=Path, required=True, help="the full sweep's dataset (.parquet)")
     parser.add_argument("--screened", type=Path, required=True, help="the screened sweep's journal (.jsonl[.gz])")
     parser.add_argument("--out", type=Path, required=True, help="the markdown report to write")

@@ -134,7 +134,7 @@ def report(per_shape: pd.DataFrame, command: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="+", type=Path, default=[DATASETS / name for name in DEFAULT_DATASETS])
     parser.add_argument("--out", type=Path, default=Path("results/screening"))
     parser.add_argument("--write-screened", type=Path, default=None, metavar="DIR",

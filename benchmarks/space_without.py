@@ -71,7 +71,7 @@ def replay_argument(text: str) -> tuple[str, Path]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET, help="a sweep of the TMA GEMM's space with --without")
     parser.add_argument("--without", choices=sorted(OPTIONS), default="WIDEN",
                         help="the option the subspace leaves out")

@@ -234,7 +234,7 @@ def comparison_datasets(kernel_tuner_dir: Path) -> list[Path]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--strategies", nargs="*", default=[s for s in STRATEGIES if s != "exhaustive"],
                         help="registered names or a Strategy subclass's import path (docs/strategies.md)")
     parser.add_argument("--seeds", type=int, default=10)

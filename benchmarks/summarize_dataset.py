@@ -19,7 +19,7 @@ from tunebench.tables import markdown_table
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()

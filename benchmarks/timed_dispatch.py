@@ -25,7 +25,7 @@ SHAPES = "24x3072x1000,333x5000x4096,2048x2048x2048,7x14336x4096"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--predictor", type=Path, default=PREDICTOR)
     parser.add_argument("--shapes", default=SHAPES, help="comma-separated MxNxK")
     parser.add_argument("--k", type=int, default=10, help="configs timed per shape")

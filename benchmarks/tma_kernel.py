@@ -30,7 +30,7 @@ CLOCK_TEXT = {"sequential": "sequential (a batch compiles, then is timed)",
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=120.0, help="simulated seconds per replayed run")

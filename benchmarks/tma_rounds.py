@@ -64,7 +64,7 @@ def summarize(out: Path, command: str) -> str:
 
 
 def main() -> int:
-    return rounds_command(__doc__.splitlines()[0], REPO, DATASET, plan, time_plan, summarize)
+    return rounds_command(__doc__.split("\n\n")[0], REPO, DATASET, plan, time_plan, summarize)
 
 
 if __name__ == "__main__":

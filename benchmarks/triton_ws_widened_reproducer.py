@@ -72,7 +72,7 @@ def run_variant(a: torch.Tensor, b: torch.Tensor, reference: torch.Tensor, block
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", default="1024x1536x1024", help="MxNxK: M a multiple of 128, N of 192, K of 64")
     parser.add_argument("--out", type=Path, help="also write the table here (markdown)")
     args = parser.parse_args()

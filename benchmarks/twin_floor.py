@@ -55,7 +55,7 @@ def comparison(floor: pd.DataFrame, per_shape: pd.DataFrame, by: str | None) -> 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--per-shape", type=Path, default=PER_SHAPE,
                         help="a cross-validation's per-shape table (`config_prediction_cv.py`)")

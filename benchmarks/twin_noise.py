@@ -100,7 +100,7 @@ def time_plan(out: Path, configs: pd.DataFrame, seed: int) -> None:
 
 
 def main() -> int:
-    return rounds_command(__doc__.splitlines()[0], REPO, DATASET, plan, time_plan, summarize)
+    return rounds_command(__doc__.split("\n\n")[0], REPO, DATASET, plan, time_plan, summarize)
 
 
 if __name__ == "__main__":

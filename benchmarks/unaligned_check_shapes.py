@@ -32,7 +32,7 @@ def model_projection_draw_end() -> int:
 
 
 def main() -> int:
-    return later_draw_main(__doc__.splitlines()[0], draw, model_projection_draw_end(), BATCH)
+    return later_draw_main(__doc__.split("\n\n")[0], draw, model_projection_draw_end(), BATCH)
 
 
 if __name__ == "__main__":

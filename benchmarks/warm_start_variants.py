@@ -80,7 +80,7 @@ def variant_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=3, help="search seeds per shape, strategy and variant")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--budget", type=int, default=SEARCH_BUDGET, help="evaluations per run at most")

@@ -65,7 +65,7 @@ def child(kernel: str, shape: tuple[int, ...], batch: int, seed: int) -> list[di
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernel", default="matmul_tma", choices=["matmul", "matmul_tma"])
     parser.add_argument("--shape", default="4096x4096x4096", help="MxNxK")
     parser.add_argument("--batch", type=int, default=28, help="configs in the first batch (distinct, sampled)")

@@ -80,3 +80,11 @@ def test_every_benchmark_script_imports() -> None:
                           capture_output=True, text=True, timeout=600)
     assert len(scripts) > 50 and done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == ""
+
+
+def test_every_command_line_describes_itself_with_its_docstrings_first_paragraph() -> None:
+    """`--help` shows the module docstring's first paragraph: its first line alone cut most of them mid-sentence."""
+    sources = sorted(path for folder in ("lib", "benchmarks") for path in (REPO / folder).rglob("*.py"))
+    described = [path for path in sources if "ArgumentParser(" in path.read_text()]
+    assert len(described) > 50
+    assert [str(path.relative_to(REPO)) for path in described if "__doc__.splitlines()[0]" in path.read_text()] == []

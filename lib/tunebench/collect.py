@@ -469,7 +469,7 @@ def sweep(kernel_name: str, dtype: str, shapes: Sequence[Shape], out: Path, *, c
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tunebench.collect", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tunebench.collect", description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernel", default="matmul")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--shapes", required=True,
