@@ -35,21 +35,27 @@ from tunebench.tables import markdown_table
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DATASET = REPOSITORY / "results/datasets/compressed_matmul_bfloat16_h100.parquet"
-# (strategy, unique evaluations per pipeline run, probe, leaders: a race when leaders > 0); the first is the default
-SETTINGS = (("pattern", 128, 0, 0), ("pattern", 64, 0, 0), ("lfbo_quick", 128, 0, 0), ("lfbo_quick", 64, 0, 0),
-            ("lfbo_quick", 32, 0, 0), ("lfbo_quick", 128, 30, 2), ("lfbo_quick", 128, 30, 1))
+# (strategy, unique evaluations per pipeline run, probe, leaders: a race when leaders > 0, transfer); the first is
+# the default
+SETTINGS = (("pattern", 128, 0, 0, False), ("pattern", 64, 0, 0, False), ("lfbo_quick", 128, 0, 0, False),
+            ("lfbo_quick", 64, 0, 0, False), ("lfbo_quick", 32, 0, 0, False), ("lfbo_quick", 128, 30, 2, False),
+            ("lfbo_quick", 128, 30, 1, False))
+FORMAT = "STRATEGY:EVALUATIONS[:PROBE:LEADERS][:transfer]"
 
 
-def parse_setting(text: str) -> tuple[str, int, int, int]:
-    """'STRATEGY:EVALUATIONS' or 'STRATEGY:EVALUATIONS:PROBE:LEADERS' (a race among the pipelines) as a tuple
-    (probe and leaders 0 without one); a clear error names the text and what is allowed."""
+def parse_setting(text: str) -> tuple[str, int, int, int, bool]:
+    """'STRATEGY:EVALUATIONS' or 'STRATEGY:EVALUATIONS:PROBE:LEADERS' (a race among the pipelines), either ending
+    in ':transfer' (`AutotuneSettings.transfer`), as a tuple (probe and leaders 0 without a race); a clear error
+    names the text and what is allowed."""
     strategy, *numbers = text.split(":")
+    transfer = bool(numbers) and numbers[-1] == "transfer"
+    numbers = numbers[:-1] if transfer else numbers
     if strategy not in NAMES or len(numbers) not in (1, 3) or not all(number.isdigit() for number in numbers) \
             or int(numbers[0]) < 1 or (len(numbers) == 3 and min(int(numbers[1]), int(numbers[2])) < 1):
-        raise argparse.ArgumentTypeError(f"{text!r} is not STRATEGY:EVALUATIONS[:PROBE:LEADERS] with a strategy of "
-                                         f"{', '.join(NAMES)} and positive numbers")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {FORMAT} with a strategy of {', '.join(NAMES)} and "
+                                         "positive numbers")
     evaluations, probe, leaders = (int(number) for number in (*numbers, 0, 0)[:3])
-    return strategy, evaluations, probe, leaders
+    return strategy, evaluations, probe, leaders, transfer
 
 
 @functools.cache
@@ -60,13 +66,14 @@ def _recording(dataset_path: str) -> tuple[Dataset, list[int], pd.Series]:
     return dataset, tuned_batches(dataset, LLAMA_3_1_8B), ok.groupby(list(dataset.shape_names)).latency_ms.min()
 
 
-def run_one(dataset_path: str, strategy: str, per_pipeline: int, probe: int, leaders: int, seed: int) -> dict:
+def run_one(dataset_path: str, strategy: str, per_pipeline: int, probe: int, leaders: int, transfer: bool,
+            seed: int) -> dict:
     """One replay of the autotuner over every batch size the dataset records for all of Llama-3.1-8B's projections."""
     dataset, batches, fastest = _recording(dataset_path)
     started = time.perf_counter()
     tuning = autotune(LLAMA_3_1_8B, batches, ReplayStepEvaluators(dataset),
                       AutotuneSettings(strategy=strategy, evaluations_per_pipeline=per_pipeline, seed=seed,
-                                       probe=probe, leaders=leaders))
+                                       probe=probe, leaders=leaders, transfer=transfer))
     picks = at_best = 0
     step_ratios = {}
     for bucket in tuning.buckets:
@@ -77,7 +84,8 @@ def run_one(dataset_path: str, strategy: str, per_pipeline: int, probe: int, lea
             picks += 1
             at_best += bucket.projections[projection.name].choice.latency_ms <= best
         step_ratios[bucket.batch] = bucket.step_ms / best_step
-    return {"strategy": strategy, "per_pipeline": per_pipeline, "probe": probe, "leaders": leaders, "seed": seed,
+    return {"strategy": strategy, "per_pipeline": per_pipeline, "probe": probe, "leaders": leaders,
+            "transfer": transfer, "seed": seed,
             "evaluations": tuning.evaluations, "search_s": tuning.search_s, "picks": picks, "picks_at_best": at_best,
             "worst_step_ratio": max(step_ratios.values()), "step_ratios": json.dumps(step_ratios),
             "rounds": max(len(bucket.round_totals_ms) for bucket in tuning.buckets),
@@ -87,11 +95,12 @@ def run_one(dataset_path: str, strategy: str, per_pipeline: int, probe: int, lea
 def summary(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per setting, in the order given: medians over seeds, and the worst seed."""
     rows = []
-    for (strategy, per_pipeline, probe, leaders), group in runs.groupby(
-            ["strategy", "per_pipeline", "probe", "leaders"], sort=False):
+    for (strategy, per_pipeline, probe, leaders, transfer), group in runs.groupby(
+            ["strategy", "per_pipeline", "probe", "leaders", "transfer"], sort=False):
         rows.append({
             "strategy": strategy, "evaluations per pipeline": per_pipeline,
-            "race": f"probe {probe}, {leaders} go on" if leaders else "none", "seeds": len(group),
+            "race": f"probe {probe}, {leaders} go on" if leaders else "none",
+            "transfer": "yes" if transfer else "no", "seeds": len(group),
             "evaluations (median)": f"{group.evaluations.median():,.0f}",
             "simulated s (median)": f"{group.search_s.median():.0f}",
             "picks at the recorded best (median, worst seed)":
@@ -106,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--settings", type=parse_setting, nargs="+", default=list(SETTINGS),
-                        metavar="STRATEGY:EVALUATIONS[:PROBE:LEADERS]")
+                        metavar=FORMAT)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--out", type=Path, required=True, help="the markdown summary (its CSV of runs beside it)")
@@ -118,15 +127,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache = args.out.with_suffix(".runs")
     cache.mkdir(parents=True, exist_ok=True)
     wanted = [(*setting, seed) for setting in args.settings for seed in range(args.seeds)]
-    path = {run: cache / ("__".join(map(str, run[:2] if not run[3] else run[:4])) + f"__seed{run[4]}.json")
-            for run in wanted}
+    path = {run: cache / ("__".join(map(str, run[:2] if not run[3] else run[:4])) + "__transfer" * run[4]
+                          + f"__seed{run[5]}.json") for run in wanted}
     todo = [run for run in wanted if not path[run].is_file()]
     with ProcessPoolExecutor(args.workers) as pool:
         futures = {pool.submit(run_one, str(args.dataset), *run): run for run in todo}
         for future in tqdm(futures, desc="autotuner replays", unit="run", initial=len(wanted) - len(todo),
                            total=len(wanted)):
             write_text_atomically(path[futures[future]], json.dumps(future.result()))
-    runs = pd.DataFrame([{"probe": 0, "leaders": 0, **json.loads(path[run].read_text())} for run in wanted])
+    runs = pd.DataFrame([{"probe": 0, "leaders": 0, "transfer": False, **json.loads(path[run].read_text())}
+                         for run in wanted])
     dataset = _recording(str(args.dataset))[0]
     header = (f"Command: `{command_line('pipeline_selection_cost.py', argv)}` ({len(wanted)} runs, "
               f"{runs.wall_s.sum():.0f} s of replay in {args.workers} processes on this machine). Dataset: "

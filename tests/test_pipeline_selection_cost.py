@@ -22,22 +22,26 @@ def module(monkeypatch):
 
 
 def test_settings_parse_and_bad_ones_are_named(module):
-    assert module.parse_setting("lfbo_quick:64") == ("lfbo_quick", 64, 0, 0)
-    assert module.parse_setting("lfbo_quick:128:30:2") == ("lfbo_quick", 128, 30, 2)
-    for bad in ("lfbo_quik:64", "pattern:0", "pattern", "pattern:x", "pattern:64:30", "pattern:64:0:1"):
+    assert module.parse_setting("lfbo_quick:64") == ("lfbo_quick", 64, 0, 0, False)
+    assert module.parse_setting("lfbo_quick:128:30:2") == ("lfbo_quick", 128, 30, 2, False)
+    assert module.parse_setting("pattern:128:transfer") == ("pattern", 128, 0, 0, True)
+    assert module.parse_setting("pattern:128:30:1:transfer") == ("pattern", 128, 30, 1, True)
+    for bad in ("lfbo_quik:64", "pattern:0", "pattern", "pattern:x", "pattern:64:30", "pattern:64:0:1",
+                "pattern:transfer", "pattern:64:transfer:30:1"):
         with pytest.raises(argparse.ArgumentTypeError, match=f"'{bad}' is not STRATEGY:EVALUATIONS"):
             module.parse_setting(bad)
 
 
 def test_the_summary_takes_medians_and_the_worst_seed(module):
-    runs = pd.DataFrame([{"strategy": "pattern", "per_pipeline": 8, "probe": 4, "leaders": 1, "seed": seed,
+    runs = pd.DataFrame([{"strategy": "pattern", "per_pipeline": 8, "probe": 4, "leaders": 1, "transfer": True,
+                          "seed": seed,
                           "evaluations": evaluations,
                           "search_s": 10.0 * seed, "picks": 9, "picks_at_best": at_best, "worst_step_ratio": ratio}
                          for seed, (evaluations, at_best, ratio) in enumerate([(100, 9, 1.0), (300, 7, 1.2),
                                                                                (200, 9, 1.0)])])
     row = module.summary(runs).iloc[0]
     assert row["evaluations (median)"] == "200" and row["simulated s (median)"] == "10"
-    assert row["race"] == "probe 4, 1 go on"
+    assert row["race"] == "probe 4, 1 go on" and row["transfer"] == "yes"
     assert row["picks at the recorded best (median, worst seed)"] == "9, 7 of 9"
     assert row["seeds with every pick at the best"] == "2 of 3"
     assert row["worst MLP step / best (worst seed)"] == "1.2000"
@@ -59,4 +63,4 @@ def test_exhaustive_runs_pick_every_best_and_a_second_call_resumes(module, tmp_p
     cached.write_text(json.dumps(edited))
     module.main(arguments)  # nothing is replayed again: the edited run is read back as it is
     assert pd.read_csv(out.with_suffix(".csv")).evaluations.tolist()[-1] == 7
-    assert "| exhaustive | 4000 | none | 2 |" in out.read_text()
+    assert "| exhaustive | 4000 | none | no | 2 |" in out.read_text()

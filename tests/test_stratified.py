@@ -12,7 +12,7 @@ from tunebench.measure.dataset import load_dataset
 from tunebench.measure.replay import ReplayEvaluator
 from tunebench.search import make_strategy
 from tunebench.search.stratified import Stratified
-from tunebench.study import Budget, run_search
+from tunebench.study import Budget, key_text, run_search
 
 DATASET = Path(__file__).resolve().parents[1] / "results/datasets/compressed_matmul_bfloat16_h100.parquet"
 SHAPE = (1, 4096, 14336)  # Llama-3.1-8B's down projection at batch 1: direct_palette, the last pipeline, wins
@@ -95,3 +95,20 @@ def test_strata_follow_the_parameters_values_and_skip_empty_ones(dataset):
 def test_bad_settings_are_named(dataset, settings, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         make_strategy(STRATIFIED, ReplayEvaluator(dataset, SHAPE).space, **settings)
+
+
+def test_seeds_are_measured_first_in_their_own_stratum_and_invalid_ones_are_skipped(dataset):
+    """Two direct_palette seeds and one decode_exponents seed: each stratum's run measures its own seeds before anything
+    else; a seed the recording does not hold at this shape (an unrecorded tile) is left out, not an error."""
+    evaluator = ReplayEvaluator(dataset, SHAPE)
+    configs = evaluator.space.enumerate()
+    palette = [c for c in configs if c["pipeline"] == "direct_palette"][-2:]
+    exponents = [c for c in configs if c["pipeline"] == "decode_exponents"][:1]
+    unrecorded = {**palette[0], "BLOCK_N": 12345}
+    strategy = Stratified(evaluator.space, 0, Stratified.Settings(evaluations_per_stratum=20),
+                          seeds=[*palette, unrecorded, *exponents])
+    keys = run_search(strategy, evaluator, Budget(10_000)).config_key.tolist()
+    by_pipeline = {pipeline: [key for key in keys if key.split(",")[0] == pipeline] for pipeline in PIPELINES}
+    assert by_pipeline["direct_palette"][:2] == [key_text(evaluator.space.key(c)) for c in palette]
+    assert by_pipeline["decode_exponents"][0] == key_text(evaluator.space.key(exponents[0]))
+    assert all(len(keys) <= 20 for keys in by_pipeline.values())

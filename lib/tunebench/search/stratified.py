@@ -10,13 +10,14 @@ a run that asks nothing new for STALLED_BATCHES batches ends, and one whose batc
 batch's first configs up to the budget and ends there, untold. In turn (the default) the strata run one after another,
 in the order of the parameter's values; interleaved, their runs take turns batch by batch, so the budget reaches every
 value early. As a race, every run pauses once it has measured `probe` configs, and only the `leaders` runs with the
-fastest results go on.
+fastest results go on. Seed configs (`seeds`, say what was fastest at other shapes) go to their stratum's run, which
+measures them first and starts from them (`warm_start.WarmStart`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generator
+from typing import Any, Generator, Mapping, Sequence
 
 from tunebench.measure.result import Result
 from tunebench.search import PRESETS, make_strategy, strategy_class
@@ -104,7 +105,8 @@ class Stratified(Strategy):
 
     Settings = StratifiedSettings
 
-    def __init__(self, space: Space, seed: int = 0, settings: StratifiedSettings | None = None) -> None:
+    def __init__(self, space: Space, seed: int = 0, settings: StratifiedSettings | None = None, *,
+                 seeds: Sequence[Mapping[str, Any]] = ()) -> None:
         super().__init__(space, seed, settings)
         names = [parameter.name for parameter in space.parameters]
         if self.settings.parameter not in names:
@@ -118,6 +120,7 @@ class Stratified(Strategy):
             raise ValueError(f"leaders={self.settings.leaders!r}, probe={self.settings.probe!r}; allowed: leaders 0 "
                              "(no race), or leaders >= 1 with probe >= 1")
         self.strata = self._strata()
+        self.seeds = [dict(config) for config in seeds]
 
     def _strata(self) -> dict[Any, Space]:
         """The non-empty part of the space for each value of the parameter, in the order of its values."""
@@ -131,14 +134,24 @@ class Stratified(Strategy):
     def search(self) -> Search:
         settings = self.settings
         pause_at = settings.probe if settings.leaders else None
-        runs = [_StratumRun(make_strategy(settings.inner, stratum, seed=self.seed, **dict(settings.inner_settings)),
-                            settings.evaluations_per_stratum, pause_at) for stratum in self.strata.values()]
+        runs = [_StratumRun(self._inner(value, stratum), settings.evaluations_per_stratum, pause_at)
+                for value, stratum in self.strata.items()]
         yield from self._drive(runs)
         if settings.leaders:
             going_on = sorted((run for run in runs if run.paused), key=lambda run: run.best)[:settings.leaders]
             for run in going_on:
                 run.resume()
             yield from self._drive(going_on)
+
+    def _inner(self, value: Any, stratum: Space) -> Strategy:
+        """The inner strategy on one stratum, warm-started from the seeds that lie in it (those valid there)."""
+        from tunebench.search.warm_start import WarmStart, WarmStartSettings
+
+        settings = self.settings
+        own = [config for config in self.seeds if config.get(settings.parameter) == value and stratum.is_valid(config)]
+        if not own:
+            return make_strategy(settings.inner, stratum, seed=self.seed, **dict(settings.inner_settings))
+        return WarmStart(stratum, self.seed, WarmStartSettings(settings.inner, settings.inner_settings), seeds=own)
 
     def _drive(self, runs: list[_StratumRun]) -> Search:
         """Step the runs, in turn or interleaved, until each is over or paused."""

@@ -51,6 +51,8 @@ class AutotuneSettings:
     max_rounds: rounds at most per bucket.
     probe, leaders: a race among the pipelines (`StratifiedSettings`): with leaders > 0, each pipeline's run stops
         once it has measured `probe` configs, and only the `leaders` fastest pipelines so far go on (0: none).
+    transfer: each pipeline's run first measures the configs the autotuner holds as that pipeline's best at the other
+        projections and batch sizes tuned so far (same batch first, then the nearest), and starts from them.
     """
 
     strategy: str = "pattern"
@@ -61,6 +63,7 @@ class AutotuneSettings:
     max_rounds: int = 4
     probe: int = 0
     leaders: int = 0
+    transfer: bool = False
 
     def __post_init__(self) -> None:
         if self.strategy not in PRESETS:
@@ -179,6 +182,7 @@ class CoordinateDescent:
         self.mlp, self.evaluators, self.settings = mlp, evaluators, settings
         self.evaluations = 0
         self.search_s = 0.0
+        self.held: dict[tuple[str, int], ProjectionChoice] = {}  # (projection, batch): what the tuning holds so far
 
     def run(self, batches: Sequence[int]) -> MlpTuning:
         """The selection for every batch-size bucket, in increasing batch order."""
@@ -199,6 +203,7 @@ class CoordinateDescent:
             for projection in self.mlp.projections:
                 found = self.search_projection(projection, batch, self.settings.seed + round_index)
                 chosen[projection.name] = _better(chosen.get(projection.name), found)
+                self.held[projection.name, batch] = chosen[projection.name]
             totals.append(sum(choice.choice.latency_ms for choice in chosen.values()))
             if len(totals) > 1 and totals[-2] - totals[-1] <= self.settings.threshold * totals[-2]:
                 return BucketTuning(batch, chosen, tuple(totals), converged=True)
@@ -214,7 +219,8 @@ class CoordinateDescent:
         per_pipeline = self.settings.evaluations_per_pipeline
         strategy = Stratified(recorder.evaluator.space, seed, StratifiedSettings(
             "pipeline", self.settings.strategy, self.settings.strategy_settings, per_pipeline,
-            probe=self.settings.probe, leaders=self.settings.leaders))
+            probe=self.settings.probe, leaders=self.settings.leaders),
+            seeds=self.transferred(projection, batch) if self.settings.transfer else ())
         run_search(strategy, recorder, Budget(evaluations=len(strategy.strata) * per_pipeline))
         self.evaluations += recorder.evaluations
         self.search_s += recorder.elapsed_s - started_s
@@ -223,6 +229,15 @@ class CoordinateDescent:
             raise ValueError(f"no config of any pipeline ran ok for projection {projection.name!r} "
                              f"{projection.shape(batch)} at batch {batch}")
         return selection
+
+
+    def transferred(self, projection: Projection, batch: int) -> list[dict[str, Any]]:
+        """Every pipeline's best config held for the other (projection, batch) pairs tuned so far: those at this batch
+        first, then by distance in batch size; the projection's own at this batch is kept by `_better` anyway."""
+        others = sorted((key for key in self.held if key != (projection.name, batch)),
+                        key=lambda key: (abs(key[1] - batch), key[1]))
+        return [dict(choice.config) for key in others for choice in self.held[key].fixed.values()
+                if choice is not None]
 
 
 def _choice(result: Result | None) -> Choice | None:
