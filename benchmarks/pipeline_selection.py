@@ -93,7 +93,9 @@ def markdown(dataset_path: Path, dataset: Dataset, tuning: MlpTuning, settings: 
     lines = [f"# Pipeline selection: {tuning.mlp.model} on {dataset.gpu}", "",
              f"Replay of `{dataset_path}` (recorded {dataset.provenance.get('date', 'n/a')}). Strategy "
              f"`{settings.strategy}` ({dict(settings.strategy_settings) or 'its defaults'}), "
-             f"{settings.evaluations_per_pipeline} evaluations per pipeline run, seed {settings.seed}, threshold "
+             f"{settings.evaluations_per_pipeline} evaluations per pipeline run"
+             f"{f', a race (probe {settings.probe}, {settings.leaders} go on)' if settings.leaders else ''}"
+             f"{', transfer between shapes' if settings.transfer else ''}, seed {settings.seed}, threshold "
              f"{settings.threshold}: {tuning.evaluations} evaluations over all rounds (the recording holds "
              f"{exhaustive} configs of these projections and batch sizes), {tuning.search_s:.1f} simulated "
              f"seconds. Selection file: `{selection_path}`; its dispatcher picks in {lookup:.2f} us a call (median, "
@@ -152,6 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--threshold", type=float, default=defaults.threshold)
     parser.add_argument("--max-rounds", type=int, default=defaults.max_rounds)
+    parser.add_argument("--probe", type=int, default=defaults.probe,
+                        help="a race among the pipelines (with --leaders > 0): every pipeline's run pauses after this "
+                             "many configs")
+    parser.add_argument("--leaders", type=int, default=defaults.leaders,
+                        help="the race's pipelines that go on (0: no race)")
+    parser.add_argument("--transfer", action=argparse.BooleanOptionalAction, default=defaults.transfer,
+                        help="seed each pipeline's run with its best configs at the other projections and batch sizes")
     parser.add_argument("--mode", choices=MODES, default="deterministic", help="replay mode")
     parser.add_argument("--out-dir", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
@@ -164,9 +173,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         batches = tuned_batches(dataset, mlp)
     except ValueError as error:
         raise SystemExit(str(error)) from None
-    settings = AutotuneSettings(strategy=args.strategy, strategy_settings=tuple(args.strategy_setting),
-                                evaluations_per_pipeline=args.evaluations_per_pipeline, seed=args.seed,
-                                threshold=args.threshold, max_rounds=args.max_rounds)
+    try:
+        settings = AutotuneSettings(strategy=args.strategy, strategy_settings=tuple(args.strategy_setting),
+                                    evaluations_per_pipeline=args.evaluations_per_pipeline, seed=args.seed,
+                                    threshold=args.threshold, max_rounds=args.max_rounds, probe=args.probe,
+                                    leaders=args.leaders, transfer=args.transfer)
+    except ValueError as error:
+        parser.error(str(error))
     tuning = replay_selection(dataset, mlp, settings, mode=args.mode)
     rounds = max(len(bucket.round_totals_ms) for bucket in tuning.buckets)
     provenance = {

@@ -36,10 +36,13 @@ from tunebench.tables import markdown_table
 REPOSITORY = Path(__file__).resolve().parents[1]
 DATASET = REPOSITORY / "results/datasets/compressed_matmul_bfloat16_h100.parquet"
 # (strategy, unique evaluations per pipeline run, probe, leaders: a race when leaders > 0, transfer); the first is
-# the default
-SETTINGS = (("pattern", 128, 0, 0, False), ("pattern", 64, 0, 0, False), ("lfbo_quick", 128, 0, 0, False),
-            ("lfbo_quick", 64, 0, 0, False), ("lfbo_quick", 32, 0, 0, False), ("lfbo_quick", 128, 30, 2, False),
-            ("lfbo_quick", 128, 30, 1, False))
+# the autotuner's default (AutotuneSettings), the second its default before stop 97
+SETTINGS = (("lfbo_quick", 128, 30, 2, True), ("pattern", 128, 0, 0, False), ("pattern", 64, 0, 0, False),
+            ("lfbo_quick", 128, 0, 0, False), ("lfbo_quick", 64, 0, 0, False), ("lfbo_quick", 32, 0, 0, False),
+            ("lfbo_quick", 128, 30, 2, False), ("lfbo_quick", 128, 30, 1, False), ("pattern", 128, 30, 1, False),
+            ("lfbo_quick_restarts", 128, 30, 1, False), ("lfbo", 128, 30, 1, False),
+            ("lfbo_restarts", 128, 30, 1, False), ("pattern", 128, 0, 0, True), ("pattern", 64, 0, 0, True),
+            ("lfbo_quick", 128, 30, 1, True), ("lfbo_quick", 64, 30, 1, True))
 FORMAT = "STRATEGY:EVALUATIONS[:PROBE:LEADERS][:transfer]"
 
 

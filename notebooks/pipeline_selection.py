@@ -48,7 +48,7 @@ dataset = "results/datasets/compressed_matmul_bfloat16_h100.parquet"  # recorded
 split = "results/compressed_pipelines/h100.json"  # benchmarks/compressed_pipelines.py's timings on the same GPU
 chain = "results/compressed_chain/h100.csv"  # benchmarks/compressed_mlp_chain.py's rounds on the same GPU; "": none
 model = "Llama-3.1-8B"  # an MLP of tunebench.kernels.compressed_matmul.mlp.MODELS
-autotune_settings = {}  # overrides of AutotuneSettings: strategy, evaluations_per_pipeline, seed, threshold, max_rounds
+autotune_settings = {}  # overrides of AutotuneSettings: strategy, evaluations_per_pipeline, seed, probe, leaders, ...
 replay_mode = "deterministic"  # "deterministic" (recorded medians) or "noisy" (seeded draws from the repeats)
 
 # %%

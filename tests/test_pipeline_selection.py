@@ -93,7 +93,7 @@ def dataset():
 
 @pytest.fixture(scope="module")
 def exhaustive_tuning(dataset):
-    settings = AutotuneSettings(strategy="exhaustive", evaluations_per_pipeline=len(CONFIGS))
+    settings = AutotuneSettings(strategy="exhaustive", evaluations_per_pipeline=len(CONFIGS), leaders=0)  # no race
     return autotune(LLAMA_3_1_8B, BATCHES, ReplayStepEvaluators(dataset), settings)
 
 
@@ -162,6 +162,10 @@ def test_settings_and_inputs_are_checked(dataset):
         AutotuneSettings(strategy="simplex")
     with pytest.raises(ValueError, match="threshold"):
         AutotuneSettings(threshold=1.5)
+    with pytest.raises(ValueError, match=r"leaders=1, probe=0; allowed: leaders 0 \(no race\)"):
+        AutotuneSettings(leaders=1, probe=0)
+    with pytest.raises(ValueError, match="leaders=-1"):
+        AutotuneSettings(leaders=-1)
     with pytest.raises(ValueError, match="no batch-size buckets"):
         autotune(LLAMA_3_1_8B, (), ReplayStepEvaluators(dataset))
     with pytest.raises(ValueError, match=r"integers >= 1, got \[0\]"):
@@ -313,7 +317,7 @@ def test_tuned_batches_are_those_recorded_for_every_projection(dataset):
 
 
 def test_replay_selection_is_the_autotuner_at_the_tuned_batches(dataset, exhaustive_tuning):
-    settings = AutotuneSettings(strategy="exhaustive", evaluations_per_pipeline=len(CONFIGS))
+    settings = AutotuneSettings(strategy="exhaustive", evaluations_per_pipeline=len(CONFIGS), leaders=0)
     assert replay_selection(dataset, LLAMA_3_1_8B, settings).buckets == exhaustive_tuning.buckets
 
 
@@ -669,11 +673,12 @@ def test_benchmark_runs_end_to_end_on_a_recorded_dataset(tmp_path, dataset, caps
     save_dataset(dataset, path)
     out = tmp_path / "selection"
     arguments = ["--strategy", "pattern", "--strategy-setting", "initial_population=40",
-                 "--evaluations-per-pipeline", "120"]
+                 "--evaluations-per-pipeline", "120", "--leaders", "0", "--no-transfer"]
     assert benchmark_module().main([str(path), "--out-dir", str(out), *arguments]) == 0
     selection = load_selection(out / file_name(MODEL, GPU), model=MODEL, gpu=GPU)
     assert selection.provenance["dataset"] == str(path) and selection.provenance["seeds"][0] == 0
     assert selection.provenance["settings"]["strategy_settings"] == {"initial_population": 40}
+    assert (selection.provenance["settings"]["leaders"], selection.provenance["settings"]["transfer"]) == (0, False)
     assert "pipeline_selection.py" in selection.provenance["command"]
     report = (out / file_name(MODEL, GPU)).with_suffix(".md").read_text()
     assert "at least as fast as the best fixed pipeline at every batch size: yes, at all 3 batch sizes" in report

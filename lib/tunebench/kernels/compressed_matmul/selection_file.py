@@ -16,7 +16,8 @@ Format (format_version 1), one JSON object:
 A bucket: `batch`; `round_totals_ms`, the MLP step (summed over the projections) after each round of the descent, the
 last being the selection's; `converged`; and `projections`, per name: `config` (a compressed_matmul config: pipeline,
 matmul tile, `decode_sm_percent`, `decode_schedule`: a file written before it existed reads as "overlapped"),
-`latency_ms` (its measured step) and `fixed_pipelines`, per pipeline its best found (`config`, `latency_ms`) or null.
+`latency_ms` (its measured step) and `fixed_pipelines`, per pipeline its best found (`config`, `latency_ms`) or null
+(under the autotuner's race, a pipeline that did not go on holds the best of its probe).
 Latencies are milliseconds.
 """
 
