@@ -16,7 +16,8 @@ import torch
 from tunebench.kernels import complete_config
 from tunebench.kernels.compressed_matmul import compact, family, synthetic
 from tunebench.kernels.compressed_matmul.autotune import (
-    AutotuneSettings, BucketTuning, Choice, MlpTuning, ProjectionChoice, ReplayStepEvaluators, autotune,
+    AutotuneSettings, BucketTuning, Choice, CoordinateDescent, MlpTuning, ProjectionChoice, ReplayStepEvaluators,
+    autotune,
 )
 from tunebench.kernels.compressed_matmul.device import to_device
 from tunebench.kernels.compressed_matmul.dispatch import Dispatcher
@@ -155,6 +156,20 @@ def test_one_round_is_not_convergence(dataset):
     settings = AutotuneSettings(strategy="exhaustive", max_rounds=1)
     tuning = autotune(LLAMA_3_1_8B, (16,), ReplayStepEvaluators(dataset), settings)
     assert [(len(b.round_totals_ms), b.converged) for b in tuning.buckets] == [(1, False)]
+
+
+def test_transfer_hands_each_run_the_other_pairs_bests_same_batch_first(dataset):
+    """After a tuning, what the down projection's run at batch 16 would be seeded with: every pipeline's best held for
+    gate and up at 16 first, then those at 1 and at 256 (nearest batch first, the smaller on a tie); never its own."""
+    descent = CoordinateDescent(LLAMA_3_1_8B, ReplayStepEvaluators(dataset),
+                                AutotuneSettings(strategy="random", evaluations_per_pipeline=4, leaders=0))
+    descent.run(BATCHES)
+    held = descent.held
+    expected = [dict(choice.config) for key in (("gate", 16), ("up", 16), ("gate", 1), ("up", 1), ("down", 1),
+                                                 ("gate", 256), ("up", 256), ("down", 256))
+                for choice in held[key].fixed.values() if choice is not None]
+    assert descent.transferred(LLAMA_3_1_8B.projection("down"), 16) == expected
+    assert len(expected) == 8 * len(PIPELINES)
 
 
 def test_settings_and_inputs_are_checked(dataset):

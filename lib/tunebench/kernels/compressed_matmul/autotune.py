@@ -239,7 +239,6 @@ class CoordinateDescent:
                              f"{projection.shape(batch)} at batch {batch}")
         return selection
 
-
     def transferred(self, projection: Projection, batch: int) -> list[dict[str, Any]]:
         """Every pipeline's best config held for the other (projection, batch) pairs tuned so far: those at this batch
         first, then by distance in batch size; the projection's own at this batch is kept by `_better` anyway."""
