@@ -124,8 +124,10 @@ def test_config_prediction_draws_efficiency_families_importances_and_traces(tmp_
 
 
 def test_pipeline_selection_draws_winners_split_and_gains(tmp_path: Path) -> None:
-    # A short search per pipeline keeps the replay quick; the headlines are computed whatever it finds.
-    text = render("pipeline_selection.py", tmp_path, {"autotune_settings": {"evaluations_per_pipeline": 32}})
+    # A short pattern search per pipeline keeps the replay quick (the default's LFBO takes a minute here); the
+    # headlines are computed whatever it finds.
+    settings = {"strategy": "pattern", "evaluations_per_pipeline": 32, "leaders": 0, "transfer": False}
+    text = render("pipeline_selection.py", tmp_path, {"autotune_settings": settings})
     # winners' map, preprocess/matmul split, MLP steps and gains
     assert len(FIGURE.findall(text)) == 3
     assert len(DATA_TABLE.findall(text)) == 4, "MLP steps and gains over the dispatch, the pass timed whole, ratios"

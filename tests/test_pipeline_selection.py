@@ -94,7 +94,8 @@ def dataset():
 
 @pytest.fixture(scope="module")
 def exhaustive_tuning(dataset):
-    settings = AutotuneSettings(strategy="exhaustive", evaluations_per_pipeline=len(CONFIGS), leaders=0)  # no race
+    settings = AutotuneSettings(strategy="exhaustive", evaluations_per_pipeline=len(CONFIGS), leaders=0,
+                                transfer=False)  # every config of every pipeline, in the space's order
     return autotune(LLAMA_3_1_8B, BATCHES, ReplayStepEvaluators(dataset), settings)
 
 
@@ -332,7 +333,7 @@ def test_tuned_batches_are_those_recorded_for_every_projection(dataset):
 
 
 def test_replay_selection_is_the_autotuner_at_the_tuned_batches(dataset, exhaustive_tuning):
-    settings = AutotuneSettings(strategy="exhaustive", evaluations_per_pipeline=len(CONFIGS), leaders=0)
+    settings = AutotuneSettings(strategy="exhaustive", evaluations_per_pipeline=len(CONFIGS), leaders=0, transfer=False)
     assert replay_selection(dataset, LLAMA_3_1_8B, settings).buckets == exhaustive_tuning.buckets
 
 
