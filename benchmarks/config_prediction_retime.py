@@ -38,7 +38,7 @@ import pandas as pd
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.result import Status
-from tunebench.measure.timing import FLUSHES, TimingPolicy
+from tunebench.measure.timing import FLUSHES, TimingPolicy, recorded_flush
 from tunebench.predict.evaluation import FAMILIES, family, retimed_efficiency, untimed_picks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def measure(args: argparse.Namespace) -> None:
 
     journal = Path(args.journal)
     provenance = journal.with_suffix(".provenance.json")
-    if provenance.exists() and (flush := recorded_flush(provenance)) != args.flush:
+    if provenance.exists() and (flush := journal_flush(provenance)) != args.flush:
         raise SystemExit(f"error: {journal} was timed with --flush {flush}, not --flush {args.flush}: one journal "
                          f"holds one timing policy; continue it with --flush {flush} or name another --journal")
     picks = picks_path(journal)
@@ -164,10 +164,9 @@ The 10 shapes with the lowest re-timed prediction efficiency:
     print(text)
 
 
-def recorded_flush(provenance: Path) -> str:
-    """How the sitting whose provenance this is evicted the L2 ("zero" where it says nothing: the only flush there
-    was before `TimingPolicy.flush`)."""
-    return json.loads(provenance.read_text()).get("timing", {}).get("flush", "zero")
+def journal_flush(provenance: Path) -> str:
+    """How the sitting whose provenance file this is evicted the L2."""
+    return recorded_flush(json.loads(provenance.read_text()).get("timing"))
 
 
 def compare(args: argparse.Namespace) -> None:
@@ -181,7 +180,7 @@ def compare(args: argparse.Namespace) -> None:
     per_shape = pd.read_csv(picks_path(args.journals[0]))
     tables, bests = {}, {}
     for journal in args.journals:
-        label = f"{journal.stem} (flush {recorded_flush(journal.with_suffix('.provenance.json'))})"
+        label = f"{journal.stem} (flush {journal_flush(journal.with_suffix('.provenance.json'))})"
         frame = pd.read_csv(journal)
         ok = frame[(frame["status"] == Status.OK.value) & (frame["round"] > 0)]
         bests[label] = ok.groupby(["M", "N", "K", "config"])["latency_ms"].median().groupby(["M", "N", "K"]).min()

@@ -28,7 +28,7 @@ from tunebench.measure.dataset import (SITTING, Dataset, load_dataset, provenanc
                                       save_dataset, sweep_provenance)
 from tunebench.measure.result import Result, Status
 from tunebench.measure.screen import Screen
-from tunebench.measure.timing import FLUSHES, TimingPolicy
+from tunebench.measure.timing import FLUSHES, TimingPolicy, recorded_flush
 
 Shape = tuple[int, ...]
 
@@ -343,9 +343,9 @@ def _warn_of_other_kernel_source(records: Sequence[Mapping[str, Any]], current: 
 
 
 def _refuse_other_flush(records: Sequence[Mapping[str, Any]], path: Path, flush: str) -> None:
-    """A ValueError when the journal's earlier sittings evicted the L2 another way than `flush` (a sitting that
-    recorded no flush zeroed the buffer, the only flush there was): one dataset holds one timing policy."""
-    earlier = {(record["provenance"].get("timing") or {}).get("flush", "zero")
+    """A ValueError when the journal's earlier sittings evicted the L2 another way than `flush`: one dataset holds one
+    timing policy."""
+    earlier = {recorded_flush(record["provenance"].get("timing"))
                for record in records if record["kind"] == "provenance"}
     if earlier - {flush}:
         recorded = " and ".join(sorted(earlier))

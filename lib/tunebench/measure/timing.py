@@ -9,11 +9,17 @@ import math
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
 FLUSHES = ("zero", "read")  # how the timer's flush evicts the L2 (TimingPolicy.flush)
+
+
+def recorded_flush(timing: Mapping[str, Any] | None) -> str:
+    """The flush of a recorded timing policy (`TimingPolicy.describe()`, as a provenance holds it): "zero" where it
+    names none, since every policy before `TimingPolicy.flush` zeroed the buffer."""
+    return (timing or {}).get("flush", "zero")
 
 
 @dataclass(frozen=True)

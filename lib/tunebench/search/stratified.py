@@ -22,6 +22,7 @@ from typing import Any, Generator, Mapping, Sequence
 from tunebench.measure.result import Result
 from tunebench.search import PRESETS, make_strategy, strategy_class
 from tunebench.search.base import Config, Key, Search, Strategy, StrategySettings
+from tunebench.search.warm_start import WarmStart, WarmStartSettings
 from tunebench.space import Space
 from tunebench.study import STALLED_BATCHES
 
@@ -145,8 +146,6 @@ class Stratified(Strategy):
 
     def _inner(self, value: Any, stratum: Space) -> Strategy:
         """The inner strategy on one stratum, warm-started from the seeds that lie in it (those valid there)."""
-        from tunebench.search.warm_start import WarmStart, WarmStartSettings
-
         settings = self.settings
         own = [config for config in self.seeds if config.get(settings.parameter) == value and stratum.is_valid(config)]
         if not own:
