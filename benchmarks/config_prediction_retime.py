@@ -49,6 +49,7 @@ RECORDED_FASTEST = 20  # recorded fastest candidates per shape added to the time
 ROUNDS = 4  # round 0: the top-k dispatcher's sitting; rounds 1..: the judge
 TOP_K = 10
 SEED = 0
+BOOTSTRAP_RESAMPLES = 10_000  # compare: resamples of the shapes for the paired difference's interval
 KEYS = tuple(matmul.config_space().names)  # the order of a config written 'a,b,...' in per_shape.csv
 
 
@@ -188,6 +189,7 @@ def compare(args: argparse.Namespace) -> None:
         if table.empty:
             raise SystemExit(f"{journal.name} timed none of the shapes of {picks_path(args.journals[0]).name}")
         tables[label] = table.set_index(["M", "N", "K"])
+    labels = list(tables)
     shapes = sorted(set.intersection(*(set(table.index) for table in tables.values())))
     if not shapes:
         raise SystemExit("the journals share no re-timed shape")
@@ -203,13 +205,32 @@ def compare(args: argparse.Namespace) -> None:
                 row[f"{column}, {label}"] = (f"{values.mean():.2%} / {np.percentile(values, 10):.2%} / "
                                              f"{values.min():.2%}")
             row[f"fastest's median latency, {label}"] = f"{1000 * bests[label].loc[members].median():.1f} us"
+        first = tables[labels[0]].loc[members, "prediction"]
+        for label in labels[1:]:
+            row[f"prediction, {label} - the first (points, 95 % interval)"] = paired_difference(
+                tables[label].loc[members, "prediction"] - first)
         rows.append(row)
     text = (f"# Re-timed picks judged by several sittings\n\nCommand: `.venv/bin/python {' '.join(sys.argv)}`.\n\n"
             f"The picks frozen beside `{args.journals[0].name}` on the {len(shapes)} shapes every journal timed, each "
             "judged as `summarize` judges it (rounds 1.. of the journal's own sitting): mean / P10 / min efficiency, "
-            f"and the median over shapes of the fastest config's latency.\n\n{markdown_table(pd.DataFrame(rows))}\n")
+            "the median over shapes of the fastest config's latency, and each later journal's efficiency of the "
+            "prediction minus the first's, shape by shape: the mean in points, with its 95 % bootstrap interval "
+            f"(seed {SEED}, {BOOTSTRAP_RESAMPLES:,} resamples of the shapes).\n\n{markdown_table(pd.DataFrame(rows))}\n")
     write_text_atomically(args.out, text)
     print(text)
+
+
+def paired_difference(differences: pd.Series) -> str:
+    """The mean of per-shape differences in efficiency, in points, with its 95 % percentile bootstrap interval over
+    shapes (seeded); 'n/a' for the interval with fewer than two shapes."""
+    from scipy.stats import bootstrap
+
+    values = np.sort(100 * differences.to_numpy(dtype=float))  # the interval independent of the shapes' order
+    if len(values) < 2:
+        return f"{values.mean():+.2f} (n/a)"
+    interval = bootstrap((values,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES, method="percentile",
+                         random_state=SEED).confidence_interval
+    return f"{values.mean():+.2f} [{interval.low:+.2f}, {interval.high:+.2f}]"
 
 
 def judged_columns(table: pd.DataFrame) -> list[str]:

@@ -107,7 +107,8 @@ def test_pooled_re_timings_are_every_sittings_shapes_together(tmp_path):
 def test_compared_re_timings_judge_the_first_journals_picks_by_each_sitting_per_family(tmp_path):
     """`config_prediction_retime.py compare`: a recorded check and a copy of it whose M < 8 shapes' non-best configs
     ran 8 us slower, labelled as timed under the read flush, judge the same picks; the copy
-    says its flush, its efficiencies move only where the latencies did, and a journal of other shapes is refused."""
+    says its flush, its efficiencies move only where the latencies did (the paired difference says by how much), and a
+    journal of other shapes is refused."""
     import argparse
     import json
 
@@ -133,6 +134,9 @@ def test_compared_re_timings_judge_the_first_journals_picks_by_each_sitting_per_
         assert f"{large.mean():.2%} / {np.percentile(large, 10):.2%} / {large.min():.2%}" in text
     small = {name: table[table["M"] < 8]["prediction"].mean() for name, table in judged.items()}
     assert small["read"] < small["zero"]
+    paired = (judged["read"]["prediction"] - judged["zero"]["prediction"])[judged["zero"]["M"] < 8]
+    assert f"| {retime.paired_difference(paired)} |" in text and retime.paired_difference(paired).startswith("-")
+    assert retime.paired_difference(paired.iloc[:1]).endswith("(n/a)")
     assert "retime_h100_thirteenth (flush zero)" in text and "read (flush read)" in text
     with pytest.raises(SystemExit, match="two or more"):
         retime.compare(argparse.Namespace(journals=[zero], out=out))
