@@ -83,6 +83,13 @@ def _describe(config: dict[str, Any]) -> str:
     return f"{config['pipeline']}, {tile} {split} w{config['num_warps']} s{config['num_stages']}, {schedule}"
 
 
+def transfer_text(settings: AutotuneSettings) -> str:
+    """How the run transferred between shapes, as the report's first paragraph says it ('' without transfer)."""
+    if not settings.transfer:
+        return ""
+    return ", transfer between shapes" + (" with the picks' neighbours" if settings.neighbours else "")
+
+
 def markdown(dataset_path: Path, dataset: Dataset, tuning: MlpTuning, settings: AutotuneSettings,
              latencies: pd.DataFrame, lookup: float, selection_path: Path) -> str:
     """The report: the run, the MLP step per batch size, whether the dispatch is at least as fast as the best fixed
@@ -95,7 +102,7 @@ def markdown(dataset_path: Path, dataset: Dataset, tuning: MlpTuning, settings: 
              f"`{settings.strategy}` ({dict(settings.strategy_settings) or 'its defaults'}), "
              f"{settings.evaluations_per_pipeline} evaluations per pipeline run"
              f"{f', a race (probe {settings.probe}, {settings.leaders} go on)' if settings.leaders else ''}"
-             f"{', transfer between shapes' if settings.transfer else ''}, seed {settings.seed}, threshold "
+             f"{transfer_text(settings)}, seed {settings.seed}, threshold "
              f"{settings.threshold}: {tuning.evaluations} evaluations over all rounds (the recording holds "
              f"{exhaustive} configs of these projections and batch sizes), {tuning.search_s:.1f} simulated "
              f"seconds. Selection file: `{selection_path}`; its dispatcher picks in {lookup:.2f} us a call (median, "
@@ -161,6 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the race's pipelines that go on (0: no race)")
     parser.add_argument("--transfer", action=argparse.BooleanOptionalAction, default=defaults.transfer,
                         help="seed each pipeline's run with its best configs at the other projections and batch sizes")
+    parser.add_argument("--neighbours", action=argparse.BooleanOptionalAction, default=defaults.neighbours,
+                        help="with --transfer, also seed the one-move neighbours of the other projections' picks at "
+                             "the same batch size")
     parser.add_argument("--mode", choices=MODES, default="deterministic", help="replay mode")
     parser.add_argument("--out-dir", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
@@ -177,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = AutotuneSettings(strategy=args.strategy, strategy_settings=tuple(args.strategy_setting),
                                     evaluations_per_pipeline=args.evaluations_per_pipeline, seed=args.seed,
                                     threshold=args.threshold, max_rounds=args.max_rounds, probe=args.probe,
-                                    leaders=args.leaders, transfer=args.transfer)
+                                    leaders=args.leaders, transfer=args.transfer, neighbours=args.neighbours)
     except ValueError as error:
         parser.error(str(error))
     tuning = replay_selection(dataset, mlp, settings, mode=args.mode)

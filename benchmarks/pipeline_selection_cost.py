@@ -35,30 +35,34 @@ from tunebench.tables import markdown_table
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DATASET = REPOSITORY / "results/datasets/compressed_matmul_bfloat16_h100.parquet"
-# (strategy, unique evaluations per pipeline run, probe, leaders: a race when leaders > 0, transfer); the first is
-# the autotuner's default (AutotuneSettings), the second its default before stop 97
-SETTINGS = (("lfbo_quick", 128, 30, 2, True), ("pattern", 128, 0, 0, False), ("pattern", 64, 0, 0, False),
-            ("lfbo_quick", 128, 0, 0, False), ("lfbo_quick", 64, 0, 0, False), ("lfbo_quick", 32, 0, 0, False),
-            ("lfbo_quick", 128, 30, 2, False), ("lfbo_quick", 128, 30, 1, False), ("pattern", 128, 30, 1, False),
-            ("lfbo_quick_restarts", 128, 30, 1, False), ("lfbo", 128, 30, 1, False),
-            ("lfbo_restarts", 128, 30, 1, False), ("pattern", 128, 0, 0, True), ("pattern", 64, 0, 0, True),
-            ("lfbo_quick", 128, 30, 1, True), ("lfbo_quick", 64, 30, 1, True))
-FORMAT = "STRATEGY:EVALUATIONS[:PROBE:LEADERS][:transfer]"
+# (strategy, unique evaluations per pipeline run, probe, leaders: a race when leaders > 0, transfer, neighbours); the
+# first is the autotuner's default (AutotuneSettings), the second its default before stop 98, the third before stop 97
+SETTINGS = (("lfbo_quick", 128, 30, 2, True, True), ("lfbo_quick", 128, 30, 2, True, False),
+            ("pattern", 128, 0, 0, False, False), ("pattern", 64, 0, 0, False, False),
+            ("lfbo_quick", 128, 0, 0, False, False), ("lfbo_quick", 64, 0, 0, False, False),
+            ("lfbo_quick", 32, 0, 0, False, False), ("lfbo_quick", 128, 30, 2, False, False),
+            ("lfbo_quick", 128, 30, 1, False, False), ("pattern", 128, 30, 1, False, False),
+            ("lfbo_quick_restarts", 128, 30, 1, False, False), ("lfbo", 128, 30, 1, False, False),
+            ("lfbo_restarts", 128, 30, 1, False, False), ("pattern", 128, 0, 0, True, False),
+            ("pattern", 64, 0, 0, True, False), ("lfbo_quick", 128, 30, 1, True, False),
+            ("lfbo_quick", 64, 30, 1, True, False))
+FORMAT = "STRATEGY:EVALUATIONS[:PROBE:LEADERS][:transfer|:neighbours]"
 
 
-def parse_setting(text: str) -> tuple[str, int, int, int, bool]:
+def parse_setting(text: str) -> tuple[str, int, int, int, bool, bool]:
     """'STRATEGY:EVALUATIONS' or 'STRATEGY:EVALUATIONS:PROBE:LEADERS' (a race among the pipelines), either ending
-    in ':transfer' (`AutotuneSettings.transfer`), as a tuple (probe and leaders 0 without a race); a clear error
-    names the text and what is allowed."""
+    in ':transfer' (`AutotuneSettings.transfer` without its `neighbours`) or ':neighbours' (transfer with them), as a
+    tuple (probe and leaders 0 without a race); a clear error names the text and what is allowed."""
     strategy, *numbers = text.split(":")
-    transfer = bool(numbers) and numbers[-1] == "transfer"
+    suffix = numbers[-1] if numbers and numbers[-1] in ("transfer", "neighbours") else None
+    transfer, neighbours = suffix is not None, suffix == "neighbours"
     numbers = numbers[:-1] if transfer else numbers
     if strategy not in NAMES or len(numbers) not in (1, 3) or not all(number.isdigit() for number in numbers) \
             or int(numbers[0]) < 1 or (len(numbers) == 3 and min(int(numbers[1]), int(numbers[2])) < 1):
         raise argparse.ArgumentTypeError(f"{text!r} is not {FORMAT} with a strategy of {', '.join(NAMES)} and "
                                          "positive numbers")
     evaluations, probe, leaders = (int(number) for number in (*numbers, 0, 0)[:3])
-    return strategy, evaluations, probe, leaders, transfer
+    return strategy, evaluations, probe, leaders, transfer, neighbours
 
 
 @functools.cache
@@ -70,13 +74,13 @@ def _recording(dataset_path: str) -> tuple[Dataset, list[int], pd.Series]:
 
 
 def run_one(dataset_path: str, strategy: str, per_pipeline: int, probe: int, leaders: int, transfer: bool,
-            seed: int) -> dict:
+            neighbours: bool, seed: int) -> dict:
     """One replay of the autotuner over every batch size the dataset records for all of Llama-3.1-8B's projections."""
     dataset, batches, fastest = _recording(dataset_path)
     started = time.perf_counter()
     tuning = autotune(LLAMA_3_1_8B, batches, ReplayStepEvaluators(dataset),
                       AutotuneSettings(strategy=strategy, evaluations_per_pipeline=per_pipeline, seed=seed,
-                                       probe=probe, leaders=leaders, transfer=transfer))
+                                       probe=probe, leaders=leaders, transfer=transfer, neighbours=neighbours))
     picks = at_best = 0
     step_ratios = {}
     for bucket in tuning.buckets:
@@ -88,7 +92,7 @@ def run_one(dataset_path: str, strategy: str, per_pipeline: int, probe: int, lea
             at_best += bucket.projections[projection.name].choice.latency_ms <= best
         step_ratios[bucket.batch] = bucket.step_ms / best_step
     return {"strategy": strategy, "per_pipeline": per_pipeline, "probe": probe, "leaders": leaders,
-            "transfer": transfer, "seed": seed,
+            "transfer": transfer, "neighbours": neighbours, "seed": seed,
             "evaluations": tuning.evaluations, "search_s": tuning.search_s, "picks": picks, "picks_at_best": at_best,
             "worst_step_ratio": max(step_ratios.values()), "step_ratios": json.dumps(step_ratios),
             "rounds": max(len(bucket.round_totals_ms) for bucket in tuning.buckets),
@@ -98,12 +102,12 @@ def run_one(dataset_path: str, strategy: str, per_pipeline: int, probe: int, lea
 def summary(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per setting, in the order given: medians over seeds, and the worst seed."""
     rows = []
-    for (strategy, per_pipeline, probe, leaders, transfer), group in runs.groupby(
-            ["strategy", "per_pipeline", "probe", "leaders", "transfer"], sort=False):
+    for (strategy, per_pipeline, probe, leaders, transfer, neighbours), group in runs.groupby(
+            ["strategy", "per_pipeline", "probe", "leaders", "transfer", "neighbours"], sort=False):
         rows.append({
             "strategy": strategy, "evaluations per pipeline": per_pipeline,
             "race": f"probe {probe}, {leaders} go on" if leaders else "none",
-            "transfer": "yes" if transfer else "no", "seeds": len(group),
+            "transfer": ("yes, + neighbours" if neighbours else "yes") if transfer else "no", "seeds": len(group),
             "evaluations (median)": f"{group.evaluations.median():,.0f}",
             "simulated s (median)": f"{group.search_s.median():.0f}",
             "picks at the recorded best (median, worst seed)":
@@ -131,14 +135,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache.mkdir(parents=True, exist_ok=True)
     wanted = [(*setting, seed) for setting in args.settings for seed in range(args.seeds)]
     path = {run: cache / ("__".join(map(str, run[:2] if not run[3] else run[:4])) + "__transfer" * run[4]
-                          + f"__seed{run[5]}.json") for run in wanted}
+                          + "__neighbours" * run[5] + f"__seed{run[6]}.json") for run in wanted}
     todo = [run for run in wanted if not path[run].is_file()]
     with ProcessPoolExecutor(args.workers) as pool:
         futures = {pool.submit(run_one, str(args.dataset), *run): run for run in todo}
         for future in tqdm(futures, desc="autotuner replays", unit="run", initial=len(wanted) - len(todo),
                            total=len(wanted)):
             write_text_atomically(path[futures[future]], json.dumps(future.result()))
-    runs = pd.DataFrame([{"probe": 0, "leaders": 0, "transfer": False, **json.loads(path[run].read_text())}
+    runs = pd.DataFrame([{"probe": 0, "leaders": 0, "transfer": False, "neighbours": False,
+                          **json.loads(path[run].read_text())}
                          for run in wanted])
     dataset = _recording(str(args.dataset))[0]
     header = (f"Command: `{command_line('pipeline_selection_cost.py', argv)}` ({len(wanted)} runs, "

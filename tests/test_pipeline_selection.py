@@ -161,7 +161,8 @@ def test_one_round_is_not_convergence(dataset):
 
 def test_transfer_hands_each_run_the_other_pairs_bests_same_batch_first(dataset):
     """After a tuning, what the down projection's run at batch 16 would be seeded with: every pipeline's best held for
-    gate and up at 16 first, then those at 1 and at 256 (nearest batch first, the smaller on a tie); never its own."""
+    gate and up at 16 first, then their one-move neighbours in their pipeline (without `neighbours`, none), then those
+    at 1 and at 256 (nearest batch first, the smaller on a tie); never its own."""
     descent = CoordinateDescent(LLAMA_3_1_8B, ReplayStepEvaluators(dataset),
                                 AutotuneSettings(strategy="random", evaluations_per_pipeline=4, leaders=0))
     descent.run(BATCHES)
@@ -169,7 +170,18 @@ def test_transfer_hands_each_run_the_other_pairs_bests_same_batch_first(dataset)
     expected = [dict(choice.config) for key in (("gate", 16), ("up", 16), ("gate", 1), ("up", 1), ("down", 1),
                                                  ("gate", 256), ("up", 256), ("down", 256))
                 for choice in held[key].fixed.values() if choice is not None]
-    assert descent.transferred(LLAMA_3_1_8B.projection("down"), 16) == expected
+    down = LLAMA_3_1_8B.projection("down")
+    space = ReplayStepEvaluators(dataset)(down, 16).space
+    seeds = descent.transferred(down, 16, space)
+    same_batch = 2 * len(PIPELINES)
+    assert seeds[:same_batch] + seeds[len(seeds) - (len(expected) - same_batch):] == expected
+    around = seeds[same_batch:len(seeds) - (len(expected) - same_batch)]
+    assert around == [neighbour for config in expected[:same_batch] for neighbour in space.neighbours(config)
+                      if neighbour["pipeline"] == config["pipeline"]]
+    assert around and all(any(sum(n[name] != c[name] for name in c) == 1 and n["pipeline"] == c["pipeline"]
+                              for c in expected[:same_batch]) for n in around)
+    descent.settings = AutotuneSettings(strategy="random", evaluations_per_pipeline=4, leaders=0, neighbours=False)
+    assert descent.transferred(down, 16, space) == expected
     assert len(expected) == 8 * len(PIPELINES)
 
 

@@ -22,19 +22,20 @@ def module(monkeypatch):
 
 
 def test_settings_parse_and_bad_ones_are_named(module):
-    assert module.parse_setting("lfbo_quick:64") == ("lfbo_quick", 64, 0, 0, False)
-    assert module.parse_setting("lfbo_quick:128:30:2") == ("lfbo_quick", 128, 30, 2, False)
-    assert module.parse_setting("pattern:128:transfer") == ("pattern", 128, 0, 0, True)
-    assert module.parse_setting("pattern:128:30:1:transfer") == ("pattern", 128, 30, 1, True)
+    assert module.parse_setting("lfbo_quick:64") == ("lfbo_quick", 64, 0, 0, False, False)
+    assert module.parse_setting("lfbo_quick:128:30:2") == ("lfbo_quick", 128, 30, 2, False, False)
+    assert module.parse_setting("pattern:128:transfer") == ("pattern", 128, 0, 0, True, False)
+    assert module.parse_setting("pattern:128:30:1:transfer") == ("pattern", 128, 30, 1, True, False)
+    assert module.parse_setting("lfbo_quick:128:30:2:neighbours") == ("lfbo_quick", 128, 30, 2, True, True)
     for bad in ("lfbo_quik:64", "pattern:0", "pattern", "pattern:x", "pattern:64:30", "pattern:64:0:1",
-                "pattern:transfer", "pattern:64:transfer:30:1"):
+                "pattern:transfer", "pattern:64:transfer:30:1", "pattern:64:transfer:neighbours"):
         with pytest.raises(argparse.ArgumentTypeError, match=f"'{bad}' is not STRATEGY:EVALUATIONS"):
             module.parse_setting(bad)
 
 
 def test_the_summary_takes_medians_and_the_worst_seed(module):
     runs = pd.DataFrame([{"strategy": "pattern", "per_pipeline": 8, "probe": 4, "leaders": 1, "transfer": True,
-                          "seed": seed,
+                          "neighbours": False, "seed": seed,
                           "evaluations": evaluations,
                           "search_s": 10.0 * seed, "picks": 9, "picks_at_best": at_best, "worst_step_ratio": ratio}
                          for seed, (evaluations, at_best, ratio) in enumerate([(100, 9, 1.0), (300, 7, 1.2),
@@ -45,6 +46,7 @@ def test_the_summary_takes_medians_and_the_worst_seed(module):
     assert row["picks at the recorded best (median, worst seed)"] == "9, 7 of 9"
     assert row["seeds with every pick at the best"] == "2 of 3"
     assert row["worst MLP step / best (worst seed)"] == "1.2000"
+    assert module.summary(runs.assign(neighbours=True)).iloc[0]["transfer"] == "yes, + neighbours"
 
 
 def test_exhaustive_runs_pick_every_best_and_a_second_call_resumes(module, tmp_path):

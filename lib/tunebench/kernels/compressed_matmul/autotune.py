@@ -42,8 +42,8 @@ from tunebench.study import Budget, run_search
 class AutotuneSettings:
     """Defaults of the autotuner (our choices; replayed at 10 seeds on the H100 and H200 sweeps,
     `results/pipeline_selection/cost_h100_ten_seeds.md` and `cost_h200_ten_seeds.md`: every pick at the recorded best
-    at 19 of 20 seeds, against 15 for pattern search at 128 a pipeline without race or transfer, with 0.43x its
-    evaluations).
+    at 20 of 20 seeds, against 15 for pattern search at 128 a pipeline without race or transfer, with 0.40x its
+    evaluations; 19 of 20 without `neighbours`, at 1.07x the evaluations).
 
     strategy, strategy_settings: the registered strategy run on each pipeline's part of a projection's space, and
         (name, value) overrides of its own defaults. LFBO at Helion's quick effort.
@@ -58,6 +58,10 @@ class AutotuneSettings:
         holds the best, and the step ended 4.5 % off it.
     transfer: each pipeline's run first measures the configs the autotuner holds as that pipeline's best at the other
         projections and batch sizes tuned so far (same batch first, then the nearest), and starts from them.
+    neighbours: with transfer, the run also measures, right after the other projections' picks at the same batch,
+        each one's single-parameter neighbours in its pipeline: the best at one shape is often one move from the
+        best at a sibling shape, and a seed that is not fast itself never becomes a search's start. Without transfer
+        it does nothing.
     """
 
     strategy: str = "lfbo_quick"
@@ -69,6 +73,7 @@ class AutotuneSettings:
     probe: int = 30
     leaders: int = 2
     transfer: bool = True
+    neighbours: bool = True
 
     def __post_init__(self) -> None:
         if self.strategy not in PRESETS:
@@ -229,7 +234,7 @@ class CoordinateDescent:
         strategy = Stratified(recorder.evaluator.space, seed, StratifiedSettings(
             "pipeline", self.settings.strategy, self.settings.strategy_settings, per_pipeline,
             probe=self.settings.probe, leaders=self.settings.leaders),
-            seeds=self.transferred(projection, batch) if self.settings.transfer else ())
+            seeds=self.transferred(projection, batch, recorder.evaluator.space) if self.settings.transfer else ())
         run_search(strategy, recorder, Budget(evaluations=len(strategy.strata) * per_pipeline))
         self.evaluations += recorder.evaluations
         self.search_s += recorder.elapsed_s - started_s
@@ -239,13 +244,19 @@ class CoordinateDescent:
                              f"{projection.shape(batch)} at batch {batch}")
         return selection
 
-    def transferred(self, projection: Projection, batch: int) -> list[dict[str, Any]]:
+    def transferred(self, projection: Projection, batch: int, space: Space) -> list[dict[str, Any]]:
         """Every pipeline's best config held for the other (projection, batch) pairs tuned so far: those at this batch
-        first, then by distance in batch size; the projection's own at this batch is kept by `_better` anyway."""
+        first, then (with `neighbours`) their single-parameter neighbours in `space` that keep the pipeline, then the
+        others by distance in batch size; the projection's own at this batch is kept by `_better` anyway."""
         others = sorted((key for key in self.held if key != (projection.name, batch)),
                         key=lambda key: (abs(key[1] - batch), key[1]))
-        return [dict(choice.config) for key in others for choice in self.held[key].fixed.values()
-                if choice is not None]
+        picks = [[dict(choice.config) for choice in self.held[key].fixed.values() if choice is not None]
+                 for key in others]
+        same_batch = [config for key, configs in zip(others, picks) if key[1] == batch for config in configs]
+        around = [neighbour for config in same_batch for neighbour in space.neighbours(config)
+                  if neighbour["pipeline"] == config["pipeline"]] if self.settings.neighbours else []
+        return [*same_batch, *around, *(config for key, configs in zip(others, picks) if key[1] != batch
+                                        for config in configs)]
 
 
 def _choice(result: Result | None) -> Choice | None:
