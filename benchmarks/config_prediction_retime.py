@@ -50,6 +50,7 @@ ROUNDS = 4  # round 0: the top-k dispatcher's sitting; rounds 1..: the judge
 TOP_K = 10
 SEED = 0
 BOOTSTRAP_RESAMPLES = 10_000  # compare: resamples of the shapes for the paired difference's interval
+SPREAD_POINTS = 2  # compare: a shape whose efficiency moved by more than this many points between journals is counted
 KEYS = tuple(matmul.config_space().names)  # the order of a config written 'a,b,...' in per_shape.csv
 
 
@@ -207,15 +208,18 @@ def compare(args: argparse.Namespace) -> None:
             row[f"fastest's median latency, {label}"] = f"{1000 * bests[label].loc[members].median():.1f} us"
         first = tables[labels[0]].loc[members, "prediction"]
         for label in labels[1:]:
-            row[f"prediction, {label} - the first (points, 95 % interval)"] = paired_difference(
-                tables[label].loc[members, "prediction"] - first)
+            differences = tables[label].loc[members, "prediction"] - first
+            row[f"prediction, {label} - the first (points, 95 % interval)"] = paired_difference(differences)
+            row[f"prediction, {label} vs the first: median |difference|, shapes beyond {SPREAD_POINTS} points"] = (
+                f"{100 * differences.abs().median():.2f}, {int((100 * differences.abs() > SPREAD_POINTS).sum())}")
         rows.append(row)
     text = (f"# Re-timed picks judged by several sittings\n\nCommand: `.venv/bin/python {' '.join(sys.argv)}`.\n\n"
             f"The picks frozen beside `{args.journals[0].name}` on the {len(shapes)} shapes every journal timed, each "
             "judged as `summarize` judges it (rounds 1.. of the journal's own sitting): mean / P10 / min efficiency, "
             "the median over shapes of the fastest config's latency, and each later journal's efficiency of the "
             "prediction minus the first's, shape by shape: the mean in points, with its 95 % bootstrap interval "
-            f"(seed {SEED}, {BOOTSTRAP_RESAMPLES:,} resamples of the shapes).\n\n{markdown_table(pd.DataFrame(rows))}\n")
+            f"(seed {SEED}, {BOOTSTRAP_RESAMPLES:,} resamples of the shapes), the median of its absolute value and "
+            f"how many shapes it moved by more than {SPREAD_POINTS} points.\n\n{markdown_table(pd.DataFrame(rows))}\n")
     write_text_atomically(args.out, text)
     print(text)
 

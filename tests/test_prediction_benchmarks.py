@@ -137,6 +137,8 @@ def test_compared_re_timings_judge_the_first_journals_picks_by_each_sitting_per_
     paired = (judged["read"]["prediction"] - judged["zero"]["prediction"])[judged["zero"]["M"] < 8]
     assert f"| {retime.paired_difference(paired)} |" in text and retime.paired_difference(paired).startswith("-")
     assert retime.paired_difference(paired.iloc[:1]).endswith("(n/a)")
+    moved = f"| {100 * paired.abs().median():.2f}, {int((100 * paired.abs() > retime.SPREAD_POINTS).sum())} |"
+    assert moved in text and not moved.startswith("| 0.00, 0")
     assert "retime_h100_thirteenth (flush zero)" in text and "read (flush read)" in text
     with pytest.raises(SystemExit, match="two or more"):
         retime.compare(argparse.Namespace(journals=[zero], out=out))
