@@ -20,6 +20,8 @@ CPU:  .venv/bin/python benchmarks/config_prediction_retime.py summarize --journa
       shapes pooled (each journal judged by the picks frozen beside it)
       .venv/bin/python benchmarks/config_prediction_retime.py compare --journals J1 J2 ... --out C.md: the same picks
       judged by several journals (say, one per L2 flush, `measure --flush`), per family side by side
+      .venv/bin/python benchmarks/config_prediction_retime.py noise --journals J1 J2 ... --out N.md: how much one
+      round's timings move, per journal and family (say, one journal per L2 flush)
 """
 
 from __future__ import annotations
@@ -171,6 +173,22 @@ def journal_flush(provenance: Path) -> str:
     return recorded_flush(json.loads(provenance.read_text()).get("timing"))
 
 
+def journal_label(journal: Path) -> str:
+    """A journal's name with the flush its sitting timed under."""
+    return f"{journal.stem} (flush {journal_flush(journal.with_suffix('.provenance.json'))})"
+
+
+def shared_shapes_by_family(tables: dict[str, pd.DataFrame], none_shared: str
+                            ) -> tuple[list[tuple[int, int, int]], list[tuple[str, list[tuple[int, int, int]]]]]:
+    """The shapes every table (indexed by M, N, K) holds, and those shapes per family, "all" first, empty families
+    left out; SystemExit with `none_shared` where they share none."""
+    shapes = sorted(set.intersection(*(set(table.index) for table in tables.values())))
+    if not shapes:
+        raise SystemExit(none_shared)
+    groups = [("all", shapes), *((name, [s for s in shapes if family(s[0]) == name]) for name, _, _ in FAMILIES)]
+    return shapes, [(name, members) for name, members in groups if members]
+
+
 def compare(args: argparse.Namespace) -> None:
     """The picks frozen beside the first journal, judged by every journal on the shapes all of them timed in full
     (say, one sitting per L2 flush): per family, each journal's mean / P10 / min efficiency of the prediction and the
@@ -182,7 +200,7 @@ def compare(args: argparse.Namespace) -> None:
     per_shape = pd.read_csv(picks_path(args.journals[0]))
     tables, bests = {}, {}
     for journal in args.journals:
-        label = f"{journal.stem} (flush {journal_flush(journal.with_suffix('.provenance.json'))})"
+        label = journal_label(journal)
         frame = pd.read_csv(journal)
         ok = frame[(frame["status"] == Status.OK.value) & (frame["round"] > 0)]
         bests[label] = ok.groupby(["M", "N", "K", "config"])["latency_ms"].median().groupby(["M", "N", "K"]).min()
@@ -191,14 +209,9 @@ def compare(args: argparse.Namespace) -> None:
             raise SystemExit(f"{journal.name} timed none of the shapes of {picks_path(args.journals[0]).name}")
         tables[label] = table.set_index(["M", "N", "K"])
     labels = list(tables)
-    shapes = sorted(set.intersection(*(set(table.index) for table in tables.values())))
-    if not shapes:
-        raise SystemExit("the journals share no re-timed shape")
+    shapes, groups = shared_shapes_by_family(tables, "the journals share no re-timed shape")
     rows = []
-    for name, members in [("all", shapes), *((name, [s for s in shapes if family(s[0]) == name])
-                                             for name, _, _ in FAMILIES)]:
-        if not members:
-            continue
+    for name, members in groups:
         row = {"shapes": name, "count": len(members)}
         for label, table in tables.items():
             for column in ("prediction", "dispatcher"):
@@ -220,6 +233,74 @@ def compare(args: argparse.Namespace) -> None:
             "prediction minus the first's, shape by shape: the mean in points, with its 95 % bootstrap interval "
             f"(seed {SEED}, {BOOTSTRAP_RESAMPLES:,} resamples of the shapes), the median of its absolute value and "
             f"how many shapes it moved by more than {SPREAD_POINTS} points.\n\n{markdown_table(pd.DataFrame(rows))}\n")
+    write_text_atomically(args.out, text)
+    print(text)
+
+
+def round_noise(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per shape of a re-timing journal, what one round's timings are worth, judged by rounds 1..: `spread`, the
+    median over the shape's configs of their timings' coefficient of variation across those rounds; `one-round
+    ceiling`, the mean over those rounds of (the fastest median of the other rounds) / (the other rounds' median of
+    the config fastest in this round): a perfect pick by one timing each, judged by the rest. Configs not timed ok in
+    every judged round are left out; shapes with fewer than three judged rounds too."""
+    ok = frame[(frame["status"] == Status.OK.value) & (frame["round"] > 0)]
+    rows = []
+    for shape, timings in ok.groupby(["M", "N", "K"]):
+        table = timings.pivot_table(index="config", columns="round", values="latency_ms").dropna()
+        rounds = list(table.columns)
+        if len(rounds) < 3 or table.empty:
+            continue
+        ceilings = []
+        for judged in rounds:
+            others = table[[r for r in rounds if r != judged]].median(axis=1)
+            ceilings.append(others.min() / others[table[judged].idxmin()])
+        spread = (table.std(axis=1) / table.mean(axis=1)).median()
+        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "configs": len(table), "rounds": len(rounds),
+                     "spread": spread, "one-round ceiling": float(np.mean(ceilings))})
+    return pd.DataFrame(rows)
+
+
+def noise(args: argparse.Namespace) -> None:
+    """Per journal and family, `round_noise` over the shapes every journal timed in three or more judged rounds: the
+    median spread and the one-round ceiling's mean / P10 / min, and each later journal's ceiling minus the first's,
+    shape by shape (mean in points, bootstrap interval)."""
+    from tunebench.tables import markdown_table
+
+    if not args.journals:
+        raise SystemExit("noise needs --journals: one or more re-timing journals")
+    tables = {}
+    for journal in args.journals:
+        label = journal_label(journal)
+        table = round_noise(pd.read_csv(journal))
+        if table.empty:
+            raise SystemExit(f"{journal.name} has no shape timed ok in three or more rounds after round 0")
+        tables[label] = table.set_index(["M", "N", "K"])
+    labels = list(tables)
+    shapes, groups = shared_shapes_by_family(tables, "the journals share no shape timed in three or more rounds")
+    rows = []
+    for name, members in groups:
+        row = {"shapes": name, "count": len(members)}
+        for label, table in tables.items():
+            ceiling = table.loc[members, "one-round ceiling"]
+            row[f"spread (median CV), {label}"] = f"{table.loc[members, 'spread'].median():.2%}"
+            row[f"one-round ceiling, {label}"] = (f"{ceiling.mean():.2%} / {np.percentile(ceiling, 10):.2%} / "
+                                                  f"{ceiling.min():.2%}")
+        first = tables[labels[0]].loc[members, "one-round ceiling"]
+        for label in labels[1:]:
+            differences = tables[label].loc[members, "one-round ceiling"] - first
+            row[f"ceiling, {label} - the first (points, 95 % interval)"] = paired_difference(differences)
+        rows.append(row)
+    rounds = {label: int(table["rounds"].min()) for label, table in tables.items()}
+    text = (f"# How much one round's timings move\n\nCommand: `.venv/bin/python {' '.join(sys.argv)}`.\n\n"
+            f"Each journal's rounds after round 0 ({', '.join(f'{label}: {count}' for label, count in rounds.items())}"
+            f" at least), on the {len(shapes)} shapes every journal timed. Spread: per shape, the median over its "
+            "configs (the set `measure` times: the recorded fastest candidates and the picks) of their timings' "
+            "coefficient of variation across the rounds; the median of that over shapes. One-round ceiling: per "
+            "shape, the config fastest in one round, judged by the median of the other rounds against the fastest "
+            "median there, averaged over the rounds: the efficiency a perfect pick gets from one timing a config; "
+            "mean / P10 / min over shapes. Each later journal's ceiling minus the first's, shape by shape: the mean "
+            f"in points with its 95 % bootstrap interval (seed {SEED}, {BOOTSTRAP_RESAMPLES:,} resamples of the "
+            f"shapes).\n\n{markdown_table(pd.DataFrame(rows))}\n")
     write_text_atomically(args.out, text)
     print(text)
 
@@ -287,7 +368,7 @@ def row_range(text: str) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("measure", "summarize", "pool", "compare"))
+    parser.add_argument("mode", choices=("measure", "summarize", "pool", "compare", "noise"))
     parser.add_argument("--journal", type=Path, default=REPO / "results" / "config_prediction" / "retime_h100.csv")
     parser.add_argument("--per-shape", type=Path, default=PER_SHAPE, help="the picks to time (first sitting only)")
     parser.add_argument("--dataset", type=Path, default=DATASET)
@@ -300,11 +381,12 @@ def main() -> None:
     parser.add_argument("--rows", type=row_range, default=(0, None), metavar="START:STOP",
                         help="summarize only these rows of the frozen picks (0-based, STOP excluded)")
     parser.add_argument("--journals", type=Path, nargs="+",
-                        help="pool, compare: the re-timing journals to pool or to judge the first one's picks by")
+                        help="pool, compare, noise: the re-timing journals to pool, to judge the first one's picks by "
+                             "or to measure the noise of")
     parser.add_argument("--flush", choices=FLUSHES, default="zero",
                         help="measure: how the timer evicts the L2 before each run (docs/measuring.md)")
     args = parser.parse_args()
-    {"measure": measure, "summarize": summarize, "pool": pool, "compare": compare}[args.mode](args)
+    {"measure": measure, "summarize": summarize, "pool": pool, "compare": compare, "noise": noise}[args.mode](args)
 
 
 if __name__ == "__main__":
