@@ -2,7 +2,8 @@
 benchmarks/config_prediction_cv.py's per-class table, benchmarks/config_prediction_learning_curve.py's draws,
 benchmarks/pooled_training.py's arms, benchmarks/h200_training_shapes.py's replay,
 benchmarks/warm_start_tail.py's tail, benchmarks/warm_start_variants.py's seeded replays and
-benchmarks/profile_frozen_check.py's frozen picks and judgement."""
+benchmarks/profile_frozen_check.py's frozen picks and judgement, benchmarks/config_prediction_retime.py's noise mode
+and benchmarks/flush_ceiling.py's two-sitting ceiling."""
 
 import json
 import sys
@@ -453,3 +454,82 @@ def test_warm_start_variants_find_the_seeds_share_and_replay_each_variant(datase
     assert warm_start_variants.search_run(str(path), shape, "lfbo", "cold", seeds, 0, False, 30)["evaluations"] == 30
     with pytest.raises(SystemExit):
         warm_start_variants.main(["--budget", "0", "--out", str(tmp_path / "variants.md")])
+
+
+def test_the_round_noise_judges_each_rounds_fastest_by_the_other_rounds_and_compares_journals(tmp_path):
+    """`config_prediction_retime.py noise`: in a stand-in journal, config b wins round 2 by luck though a is faster in
+    every other judged round; one-round ceiling and spread follow by hand, and a second journal of steadier timings
+    reads a higher ceiling, the paired difference positive. A journal of fewer than three judged rounds is refused."""
+    import argparse
+    import json
+
+    import config_prediction_retime as retime  # noqa: E402  (a sibling script)
+    latencies = {"a": [9.0, 1.00, 1.00, 1.00], "b": [9.0, 1.10, 0.90, 1.10], "c": [9.0, 1.20, 1.26, 1.20]}
+    rows = [{"round": r, "M": 4, "N": 4096, "K": 4096, "config": config, "status": "ok", "latency_ms": values[r]}
+            for config, values in latencies.items() for r in range(4)]
+    noisy = pd.DataFrame(rows)
+    table = retime.round_noise(noisy)
+    # rounds 1 and 3 pick a (judged 1.0), round 2 picks b, judged by rounds 1 and 3: 1.00 / 1.10
+    assert table.loc[0, "one-round ceiling"] == pytest.approx((1 + 1 + 1.00 / 1.10) / 3)
+    # spreads: a 0, b 11 %, c 2.8 %: the median is c's
+    assert table.loc[0, "spread"] == pytest.approx(np.std([1.2, 1.26, 1.2], ddof=1) / np.mean([1.2, 1.26, 1.2]))
+    steady = noisy.assign(latency_ms=noisy["latency_ms"].where(noisy["config"] != "b", 1.10))
+    journals = []
+    for name, frame in (("zero", noisy), ("read", steady)):
+        path = tmp_path / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        path.with_suffix(".provenance.json").write_text(json.dumps({"timing": {"flush": name}}))
+        journals.append(path)
+    out = tmp_path / "noise.md"
+    retime.noise(argparse.Namespace(journals=journals, out=out))
+    text = out.read_text()
+    gain = 1 - table.loc[0, "one-round ceiling"]
+    assert f"| all | 1 | {table.loc[0, 'spread']:.2%} |" in text and "| 0.00% | 100.00% / 100.00% / 100.00% |" in text
+    assert f"+{100 * gain:.2f} (n/a)" in text and "read (flush read)" in text
+    short = tmp_path / "short.csv"
+    noisy[noisy["round"] < 3].to_csv(short, index=False)
+    short.with_suffix(".provenance.json").write_text("{}")
+    with pytest.raises(SystemExit, match="short.csv has no shape timed ok in three or more rounds"):
+        retime.noise(argparse.Namespace(journals=[short], out=out))
+
+
+def test_the_flush_ceiling_judges_each_sittings_best_by_the_other_and_refuses_a_sitting_of_the_other_flush(
+        tmp_path, monkeypatch):
+    """benchmarks/flush_ceiling.py: two stand-in sittings where the first's best is the second's slowest; the ceiling
+    and the configs' change follow by hand, so do the split and unsplit configs' ratios and the time a timed run; a
+    sitting recorded under the other flush is refused by name."""
+    import flush_ceiling
+
+    keys = ["M", "N", "K", "BLOCK_M"]
+    first = pd.DataFrame({"M": 4, "N": 64, "K": 64, "BLOCK_M": [16, 32, 64], "status": "ok",
+                          "latency_ms": [1.0, 1.1, 1.2]})
+    second = first.assign(latency_ms=[1.3, 1.1, 1.2])
+    table = flush_ceiling.two_sittings(first, second, keys)
+    row = table.loc[(4, 64, 64)]
+    assert row["first_best_judged_by_second"] == pytest.approx(1.1 / 1.3)
+    assert row["second_best_judged_by_first"] == pytest.approx(1.0 / 1.1)
+    assert row["ceiling"] == pytest.approx((1.1 / 1.3 + 1.0 / 1.1) / 2)
+    assert row["change_median"] == pytest.approx(0.0)  # two of the three configs did not move
+    summary = flush_ceiling.summary_row("stand-in", table)
+    assert summary["ceiling mean / P10 / min (both directions)"].endswith(f"/ {1.1 / 1.3:.2%}")
+
+    later = pd.DataFrame({"M": 4, "N": 64, "K": 64, "BLOCK_M": 16, "SPLIT_K": [1, 1, 4, 8], "status": "ok",
+                          "latency_ms": [1.0, 2.0, 1.0, 1.0], "bench_s": 0.0, "repeats_ms": [[1.0]] * 4})
+    recorded = later.assign(latency_ms=[1.0, 2.0, 1.5, 1.3])
+    keys = ["M", "N", "K", "BLOCK_M", "SPLIT_K"]
+    assert flush_ceiling.split_ratios(recorded, later, keys) == {
+        "recorded / sitting, median config: unsplit": "1.000", "recorded / sitting, median config: split": "1.400"}
+
+
+    class Timed:
+        measurements = later.assign(bench_s=[0.003, 0.006, 0.003, 0.003])  # one repeat, a warm-up, an estimate
+
+    assert flush_ceiling.per_run_ms(Timed()) == pytest.approx(1.0)
+
+    class Recorded:
+        provenance = {"timing": {"flush": "zero"}}
+
+    monkeypatch.setattr(flush_ceiling, "load_dataset", lambda path, kernel: Recorded())
+    assert flush_ceiling.sitting(tmp_path / "z.parquet", "zero") is not None
+    with pytest.raises(SystemExit, match="z.parquet was timed with flush 'zero', given as a 'read' sitting"):
+        flush_ceiling.sitting(tmp_path / "z.parquet", "read")

@@ -1,0 +1,174 @@
+"""The measurement ceiling under each L2 flush: the same shapes' candidates recorded in alternating sittings on one
+GPU, zeroing and reading; each flush's two sittings judge each other's best (a perfect pick's credit).
+
+GPU, per sitting (alternating zero, read, zero, read; `--resume-from` a journal to go on after `--stop-after-s`):
+  python -m tunebench.collect --kernel matmul --dtype bfloat16 --shapes S --configs
+      results/datasets/matmul_prediction_configs.json --out D.parquet --flush zero|read
+CPU:
+  .venv/bin/python benchmarks/flush_ceiling.py --zero Z1 Z2 --read R1 R2 [--recorded P.parquet] --out F.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tunebench.files import write_text_atomically
+from tunebench.measure.dataset import Dataset, load_dataset
+from tunebench.measure.result import Status
+from tunebench.measure.timing import recorded_flush
+from tunebench.predict.evaluation import retest_efficiency
+from tunebench.tables import markdown_table
+
+from config_prediction_retime import paired_difference
+
+REPO = Path(__file__).resolve().parents[1]
+SHAPE = ["M", "N", "K"]
+
+
+def keys_of(dataset: Dataset) -> list[str]:
+    return [*dataset.shape_names, *(parameter.name for parameter in dataset.parameters)]
+
+
+def two_sittings(first: pd.DataFrame, second: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per shape both sittings timed: each sitting's best judged by the other (`retest_efficiency`), their mean
+    (`ceiling`), and the median and 90th percentile over configs of |one sitting's latency / the other's - 1|."""
+    table = retest_efficiency(first, second, keys).set_index(SHAPE)
+    table["ceiling"] = (table["first_best_judged_by_second"] + table["second_best_judged_by_first"]) / 2
+    joined = first.merge(second, on=keys, suffixes=("_first", "_second"))
+    joined = joined[(joined["status_first"] == Status.OK.value) & (joined["status_second"] == Status.OK.value)]
+    change = (joined["latency_ms_first"] / joined["latency_ms_second"] - 1).abs().groupby(
+        [joined[name] for name in SHAPE])
+    table["change_median"] = change.median()
+    table["change_p90"] = change.quantile(0.9)
+    return table
+
+
+def summary_row(label: str, table: pd.DataFrame) -> dict:
+    """Mean / P10 / min / median of both directions pooled, and the configs' median change, over the table's shapes."""
+    both = np.concatenate([table["first_best_judged_by_second"], table["second_best_judged_by_first"]])
+    return {"sittings": label, "shapes": len(table), "configs a shape": int(table["configs"].median()),
+            "ceiling mean / P10 / min (both directions)": (f"{both.mean():.2%} / {np.percentile(both, 10):.2%} / "
+                                                           f"{both.min():.2%}"),
+            "config's |change|, median of shapes' median / P90": (f"{table['change_median'].median():.2%} / "
+                                                                  f"{table['change_p90'].median():.2%}")}
+
+
+def split_ratios(recorded: pd.DataFrame, later: pd.DataFrame, keys: list[str]) -> dict[str, str]:
+    """The median over configs of recorded latency / later latency, for the unsplit configs (SPLIT_K 1) and the
+    split ones apart: the kernel's split-K changed between recordings (three launches, then one)."""
+    joined = recorded.merge(later, on=keys, suffixes=("_recorded", "_later"))
+    joined = joined[(joined["status_recorded"] == Status.OK.value) & (joined["status_later"] == Status.OK.value)]
+    ratio = joined["latency_ms_recorded"] / joined["latency_ms_later"]
+    split = joined["SPLIT_K"] > 1
+    return {"recorded / sitting, median config: unsplit": f"{ratio[~split].median():.3f}",
+            "recorded / sitting, median config: split": f"{ratio[split].median():.3f}"}
+
+
+def per_run_ms(dataset: Dataset) -> float:
+    """Median over configs of the seconds spent timing one (`bench_s`) per timed run (the repeats, the warm-up run and
+    the estimating run), in ms: what a sitting's flush and hold cost beside the kernel."""
+    rows = dataset.measurements[dataset.measurements["status"] == Status.OK.value]
+    return float((1e3 * rows["bench_s"] / (rows["repeats_ms"].map(len) + 2)).median())
+
+
+def sitting(path: Path, flush: str) -> Dataset:
+    """A sitting's dataset, refused unless its provenance says it was timed under `flush`."""
+    dataset = load_dataset(path, kernel="matmul")
+    recorded = recorded_flush(dataset.provenance.get("timing"))
+    if recorded != flush:
+        raise SystemExit(f"{path} was timed with flush {recorded!r}, given as a {flush!r} sitting")
+    return dataset
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--zero", type=Path, nargs=2, required=True, metavar="SITTING", help="two zeroing sittings")
+    parser.add_argument("--read", type=Path, nargs=2, required=True, metavar="SITTING", help="two reading sittings")
+    parser.add_argument("--recorded", type=Path, default=None,
+                        help="a recorded dataset of the same kernel to judge by each sitting (its rows at the shapes)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    sittings = {f"{flush} {index + 1}": sitting(path, flush)
+                for flush in ("zero", "read") for index, path in enumerate(getattr(args, flush))}
+    keys = keys_of(next(iter(sittings.values())))
+    measured = {label: dataset.measurements for label, dataset in sittings.items()}
+    pairs = {"zero 1 - zero 2": two_sittings(measured["zero 1"], measured["zero 2"], keys),
+             "read 1 - read 2": two_sittings(measured["read 1"], measured["read 2"], keys),
+             "zero 1 - read 1": two_sittings(measured["zero 1"], measured["read 1"], keys),
+             "zero 2 - read 2": two_sittings(measured["zero 2"], measured["read 2"], keys)}
+    zero, read = pairs["zero 1 - zero 2"], pairs["read 1 - read 2"]
+    shapes = zero.index.intersection(read.index)
+    if shapes.empty:
+        raise SystemExit("the zeroing and the reading sittings share no shape")
+    best = {label: frame[frame["status"] == Status.OK.value].groupby(SHAPE)["latency_ms"].min()
+            for label, frame in measured.items()}
+    per_shape = pd.DataFrame({
+        "zero: ceiling": zero.loc[shapes, "ceiling"].map("{:.2%}".format),
+        "read: ceiling": read.loc[shapes, "ceiling"].map("{:.2%}".format),
+        "zero: config's median |change|": zero.loc[shapes, "change_median"].map("{:.2%}".format),
+        "read: config's median |change|": read.loc[shapes, "change_median"].map("{:.2%}".format),
+        "best us, zero 1 / read 1": [f"{1000 * best['zero 1'][s]:.1f} / {1000 * best['read 1'][s]:.1f}"
+                                     for s in shapes]}).reset_index()
+    difference = paired_difference(read.loc[shapes, "ceiling"] - zero.loc[shapes, "ceiling"])
+    recorded_text = ""
+    if args.recorded:
+        recorded = load_dataset(args.recorded, kernel="matmul")
+        rows = recorded.measurements.merge(pd.DataFrame(list(shapes), columns=SHAPE), on=SHAPE)
+        judged = {label: two_sittings(rows, frame, keys) for label, frame in measured.items()}
+        recorded_best = recorded.measurements[recorded.measurements["status"] == Status.OK.value].groupby(
+            SHAPE)["latency_ms"].min().loc[shapes]
+        ratio = {label: recorded_best / best[label].loc[shapes] for label in measured}
+        recorded_rows = [{**summary_row(f"recorded - {label}", table),
+                          "recorded best / sitting's best, median (min, max)": (
+                              f"{ratio[label].median():.3f} ({ratio[label].min():.3f}, {ratio[label].max():.3f})"),
+                          **split_ratios(rows, measured[label], keys)}
+                         for label, table in judged.items()]
+        recorded_text = f"""
+## The recorded dataset judged by today's sittings
+
+`{os.path.relpath(args.recorded, REPO)}` ({recorded.provenance.get('gpu_name', recorded.gpu)}, flush
+{recorded_flush(recorded.provenance.get('timing'))}), its rows at the same shapes, against each sitting:
+
+{markdown_table(pd.DataFrame(recorded_rows))}
+"""
+    provenance = pd.DataFrame([{"sitting": label, "file": os.path.relpath(path, REPO),
+                                "first timed": dataset.provenance.get("date"),
+                                "gpu": dataset.provenance.get("gpu_name"),
+                                "kernel source": dataset.provenance.get("kernel_source_sha256", "?"),
+                                "bench_s a config, median": f"{dataset.measurements['bench_s'].median():.4f}",
+                                "ms a timed run, median": f"{per_run_ms(dataset):.2f}"}
+                               for (label, dataset), path in zip(sittings.items(), [*args.zero, *args.read])])
+    text = f"""# The measurement ceiling under each L2 flush
+
+Command: `.venv/bin/python {' '.join(sys.argv)}`.
+
+Each pair of sittings timed the same candidates at the same shapes; each sitting's best config is judged by the other
+sitting's timings (`retest_efficiency`), both directions pooled: what a perfect predictor is credited with when the
+truth is one sitting. "Config's |change|": per shape, the median (and 90th percentile) over its configs of |one
+sitting's latency / the other's - 1|, then the median over shapes. "ms a timed run": per config, `bench_s` over its
+repeats plus the warm-up and the estimating run, median over configs (the flush and the hold beside the kernel).
+
+{markdown_table(provenance)}
+
+{markdown_table(pd.DataFrame([summary_row(label, table) for label, table in pairs.items()]))}
+
+Per shape, the ceiling of each flush's two sittings (the mean of both directions) and the configs' median change:
+
+{markdown_table(per_shape)}
+
+The reading sittings' ceiling minus the zeroing ones', shape by shape: {difference} points (mean, 95 % bootstrap
+interval over the {len(shapes)} shapes).
+{recorded_text}"""
+    write_text_atomically(args.out, text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
