@@ -5,7 +5,8 @@ GPU, per sitting (alternating zero, read, zero, read; `--resume-from` a journal 
   python -m tunebench.collect --kernel matmul --dtype bfloat16 --shapes S --configs
       results/datasets/matmul_prediction_configs.json --out D.parquet --flush zero|read
 CPU:
-  .venv/bin/python benchmarks/flush_ceiling.py --zero Z1 Z2 --read R1 R2 [--recorded P.parquet] --out F.md
+  .venv/bin/python benchmarks/flush_ceiling.py --zero Z1 Z2 --read R1 R2 [--recorded P.parquet] [--predictor F]
+      --out F.md
 """
 
 from __future__ import annotations
@@ -77,6 +78,18 @@ def per_run_ms(dataset: Dataset) -> float:
     return float((1e3 * rows["bench_s"] / (rows["repeats_ms"].map(len) + 2)).median())
 
 
+def picks_judged(measured: pd.DataFrame, picks: dict[tuple[int, int, int], dict[str, int]]) -> pd.Series:
+    """Per shape of `picks`, the sitting's fastest ok latency over the pick's (0 where the pick failed or is
+    missing), indexed by shape in the order of `picks`."""
+    ok = measured[measured["status"] == Status.OK.value]
+    efficiencies = []
+    for shape, pick in picks.items():
+        rows = ok[(ok[SHAPE] == list(shape)).all(axis=1)]
+        chosen = rows[(rows[list(pick)] == pd.Series(pick)).all(axis=1)]
+        efficiencies.append(rows["latency_ms"].min() / chosen["latency_ms"].iloc[0] if len(chosen) else 0.0)
+    return pd.Series(efficiencies, index=pd.MultiIndex.from_tuples(list(picks), names=SHAPE))
+
+
 def sitting(path: Path, flush: str) -> Dataset:
     """A sitting's dataset, refused unless its provenance says it was timed under `flush`."""
     dataset = load_dataset(path, kernel="matmul")
@@ -92,6 +105,8 @@ def main() -> int:
     parser.add_argument("--read", type=Path, nargs=2, required=True, metavar="SITTING", help="two reading sittings")
     parser.add_argument("--recorded", type=Path, default=None,
                         help="a recorded dataset of the same kernel to judge by each sitting (its rows at the shapes)")
+    parser.add_argument("--predictor", type=Path, default=None,
+                        help="a saved predictor whose `best_config` each sitting judges at the shapes")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     sittings = {f"{flush} {index + 1}": sitting(path, flush)
@@ -137,6 +152,28 @@ def main() -> int:
 
 {markdown_table(pd.DataFrame(recorded_rows))}
 """
+    predictor_text = ""
+    if args.predictor:
+        from tunebench.predict import load_predictor
+
+        predictor = load_predictor(args.predictor)
+        picks = {shape: predictor.best_config(shape) for shape in shapes}
+        judged = {label: picks_judged(frame, picks) for label, frame in measured.items()}
+        rows = [{"sitting": label, "mean / P10 / min": (f"{values.mean():.2%} / {np.percentile(values, 10):.2%} / "
+                                                        f"{values.min():.2%}")} for label, values in judged.items()]
+        per_pick = pd.DataFrame({"pick": [",".join(str(v) for v in picks[s].values()) for s in shapes],
+                                 **{label: values.map("{:.2%}".format) for label, values in judged.items()}},
+                                index=pd.MultiIndex.from_tuples(shapes, names=SHAPE)).reset_index()
+        predictor_text = f"""
+## `{os.path.relpath(args.predictor, REPO)}`'s picks judged by each sitting
+
+`best_config` at each shape (the predictor may have trained on them; picks in the order of its space's parameters),
+its efficiency: the sitting's best / the pick's latency there.
+
+{markdown_table(pd.DataFrame(rows))}
+
+{markdown_table(per_pick)}
+"""
     provenance = pd.DataFrame([{"sitting": label, "file": os.path.relpath(path, REPO),
                                 "first timed": dataset.provenance.get("date"),
                                 "gpu": dataset.provenance.get("gpu_name"),
@@ -164,7 +201,7 @@ Per shape, the ceiling of each flush's two sittings (the mean of both directions
 
 The reading sittings' ceiling minus the zeroing ones', shape by shape: {difference} points (mean, 95 % bootstrap
 interval over the {len(shapes)} shapes).
-{recorded_text}"""
+{recorded_text}{predictor_text}"""
     write_text_atomically(args.out, text)
     print(text)
     return 0

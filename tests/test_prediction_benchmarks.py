@@ -496,8 +496,9 @@ def test_the_round_noise_judges_each_rounds_fastest_by_the_other_rounds_and_comp
 def test_the_flush_ceiling_judges_each_sittings_best_by_the_other_and_refuses_a_sitting_of_the_other_flush(
         tmp_path, monkeypatch):
     """benchmarks/flush_ceiling.py: two stand-in sittings where the first's best is the second's slowest; the ceiling
-    and the configs' change follow by hand, so do the split and unsplit configs' ratios and the time a timed run; a
-    sitting recorded under the other flush is refused by name."""
+    and the configs' change follow by hand, so do the split and unsplit configs' ratios, a predictor's picks judged
+    (0 for a failed or untimed pick) and the time a timed run; a sitting recorded under the other flush is refused
+    by name."""
     import flush_ceiling
 
     keys = ["M", "N", "K", "BLOCK_M"]
@@ -520,6 +521,12 @@ def test_the_flush_ceiling_judges_each_sittings_best_by_the_other_and_refuses_a_
     assert flush_ceiling.split_ratios(recorded, later, keys) == {
         "recorded / sitting, median config: unsplit": "1.000", "recorded / sitting, median config: split": "1.400"}
 
+
+    timed = pd.DataFrame({"M": 4, "N": 64, "K": 64, "BLOCK_M": [16, 32, 64], "status": ["ok", "ok", "error"],
+                          "latency_ms": [1.0, 1.25, np.nan]})
+    judged = flush_ceiling.picks_judged(timed, {(4, 64, 64): {"BLOCK_M": 32}, (8, 64, 64): {"BLOCK_M": 16}})
+    assert judged.loc[(4, 64, 64)] == pytest.approx(0.8) and judged.loc[(8, 64, 64)] == 0.0  # a shape not timed
+    assert flush_ceiling.picks_judged(timed, {(4, 64, 64): {"BLOCK_M": 64}}).loc[(4, 64, 64)] == 0.0  # a failed pick
 
     class Timed:
         measurements = later.assign(bench_s=[0.003, 0.006, 0.003, 0.003])  # one repeat, a warm-up, an estimate
