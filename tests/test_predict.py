@@ -547,6 +547,37 @@ def test_tampered_feature_name_is_rejected(tmp_path, predictor):
         load_predictor(path)
 
 
+def test_a_predictor_trained_on_other_kernel_code_warns_on_load_naming_the_hashes(tmp_path, predictor):
+    """The training sittings' kernel source hashes against the current code's: another hash warns (naming it and
+    the current one), the current one alone or none recorded is silent."""
+    import warnings
+
+    from tunebench.kernels import get_kernel, kernel_source_sha256
+    from tunebench.predict import StaleTrainingWarning
+    path = tmp_path / "model.predictor"
+    save_predictor(predictor, path)
+    current = kernel_source_sha256(get_kernel("matmul"))
+
+    def recorded(*hashes):
+        def change(header):
+            header["training"]["provenance"]["kernel_source_sha256"] = hashes[0]
+            header["training"]["provenance"]["sittings"] = [{"kernel_source_sha256": h} for h in hashes]
+        return change
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StaleTrainingWarning)
+        load_predictor(path)  # the stand-in training data recorded no hash
+        _rewrite_header(path, recorded(current))
+        load_predictor(path)
+    _rewrite_header(path, recorded("0123456789abcdef", current))
+    stale = f"matmul source 0123456789abcdef, not of the current code \\({current}\\)"
+    with pytest.warns(StaleTrainingWarning, match=stale):
+        load_predictor(path)
+    _rewrite_header(path, recorded(*(f"{i:016x}" for i in range(5))))
+    with pytest.warns(StaleTrainingWarning, match=f"0000000000000002 and 2 more, .*\\({current}, in none of its"):
+        load_predictor(path)
+
+
 def test_a_file_of_another_format_version_is_rejected(tmp_path, predictor):
     path = tmp_path / "model.predictor"
     save_predictor(predictor, path)

@@ -16,6 +16,7 @@ import json
 import os
 import pickle
 import tempfile
+import warnings
 import zlib
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -24,7 +25,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import sklearn
 
-from tunebench.kernels import matmul
+from tunebench.kernels import get_kernel, kernel_source_sha256, matmul
+from tunebench.measure.dataset import recorded_kernel_sources
 from tunebench.measure.result import Evaluator, Result
 from tunebench.predict.compiled import CompiledResources
 from tunebench.predict.evidence import COLUMNS as EVIDENCE_COLUMNS, NeighbourEvidence
@@ -53,6 +55,11 @@ PAYLOAD_COMPRESSION_LEVEL = 9  # zlib: the payload shrinks about threefold, load
 
 class PredictorError(ValueError):
     """A predictor file that is malformed, or that does not fit the kernel, GPU, dtype or feature code asked for."""
+
+
+class StaleTrainingWarning(UserWarning):
+    """A predictor trained on timings of other kernel code than the current code's: where the kernel changed, its
+    picks follow the old code's speeds."""
 
 
 @dataclass(frozen=True)
@@ -349,6 +356,20 @@ def _read(path: Path) -> tuple[dict[str, Any], bytes]:
     return header, payload
 
 
+def _warn_of_other_kernel_source(path: Path, header: Mapping[str, Any], kernel: str) -> None:
+    """A StaleTrainingWarning when the training data's sittings recorded kernel source hashes other than the current
+    code's (nothing where they recorded none)."""
+    recorded = recorded_kernel_sources((header.get("training") or {}).get("provenance") or {})
+    current = kernel_source_sha256(get_kernel(kernel))
+    other = [source for source in recorded if source != current]
+    if other:
+        shown = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
+        warnings.warn(f"{path} was trained on timings of {kernel} source {shown}, not of the current code "
+                      f"({current}{'' if current in recorded else ', in none of its sittings'}): where the kernel's "
+                      "speed changed since, its picks follow the old code's (docs/config_prediction.md, 'the recorded "
+                      "split rows are stale')", StaleTrainingWarning, stacklevel=3)
+
+
 def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, gpu: str | None = None,
                    threads: int | None = None) -> Predictor:
     """Read a predictor, checking the header before unpickling: the kernel (and GPU, when given) asked for, the
@@ -362,6 +383,7 @@ def load_predictor(path: str | os.PathLike[str], *, kernel: str = matmul.NAME, g
     if gpu is not None and header.get("gpu") != gpu:
         raise PredictorError(f"{path} was trained on GPU {header.get('gpu')!r}, not {gpu!r}")
     check_dtype(header.get("dtype"))
+    _warn_of_other_kernel_source(path, header, kernel)
     if hashlib.sha256(payload).hexdigest() != header.get("payload_sha256"):
         raise PredictorError(f"{path}: the payload does not match the header's checksum (truncated or altered)")
     space = Space([parameter_from_spec(spec) for spec in header["parameters"]], name=kernel)
