@@ -348,8 +348,9 @@ def test_a_gpu_sweep_stopped_and_resumed_says_which_sitting_timed_each_row():
 @pytest.mark.parametrize("arguments, message", [
     (["--kernel", "gemm"], "unknown kernel 'gemm'; known kernels: matmul, "),
     (["--dtype", "int8"], "unknown dtype 'int8' for matmul; allowed: bfloat16, float16"),
-    (["--shapes", "3x32"], "bad shape '3x32': expected 3 positive integers joined by 'x', or the name of one of "
-                           "matmul's shape sets: "),
+    (["--shapes", "3x32"], "bad shape '3x32': expected 3 positive integers joined by 'x'; or the name of one of "
+                           "matmul's shape sets: default, prediction; or @FILE"),
+    (["--shapes", "@missing.txt"], "--shapes '@missing.txt': no file at missing.txt"),
     (["--stop-after-s", "-5"], "--stop-after-s must be at least 0, got -5.0"),
     (["--compile-workers", "0"], "--compile-workers must be at least 1, got 0"),
     (["--limit-configs", "0"], "--limit-configs must be at least 1, got 0"),
@@ -416,3 +417,25 @@ def test_a_journal_timed_with_one_flush_is_not_continued_with_the_other(tmp_path
     with pytest.raises(SystemExit):
         main(["--shapes", "3x32x48", "--out", str(out), "--flush", "write"])
     assert "invalid choice: 'write' (choose from" in capsys.readouterr().err
+
+
+def test_shapes_come_from_a_text_file_or_a_recorded_datasets_shapes(tmp_path):
+    """`--shapes @FILE`: a text file of shapes split by commas, spaces or lines, checked like the inline list; or
+    '@D.parquet', every shape of a recorded dataset of the kernel, sorted; a set name and an inline list as before."""
+    from tunebench.collect import shapes_argument
+    from tunebench.kernels import matmul
+    listed = tmp_path / "shapes.txt"
+    listed.write_text("1x768x3072,3x3017x731\n  16x5000x3000\n\n")
+    assert shapes_argument(f"@{listed}", "matmul", matmul.SHAPE_SETS, 3) == [(1, 768, 3072), (3, 3017, 731),
+                                                                              (16, 5000, 3000)]
+    listed.write_text("1x768x3072 4x0x8")
+    with pytest.raises(ValueError, match="bad shape '4x0x8'"):
+        shapes_argument(f"@{listed}", "matmul", matmul.SHAPE_SETS, 3)
+    recorded = TESTS.parent / "results" / "datasets" / "matmul_bfloat16_h100_flush_zero_1.parquet"
+    shapes = shapes_argument(f"@{recorded}", "matmul", matmul.SHAPE_SETS, 3)
+    assert len(shapes) == 10 and shapes == sorted(shapes) and shapes[0] == (1, 768, 3072)
+    assert all(isinstance(value, int) for shape in shapes for value in shape)
+    with pytest.raises(ValueError, match="matmul_tma"):
+        shapes_argument(f"@{recorded}", "matmul_tma", {}, 3)
+    assert shapes_argument("prediction", "matmul", matmul.SHAPE_SETS, 3) == list(matmul.SHAPE_SETS["prediction"])
+    assert shapes_argument("2x8x8", "matmul", matmul.SHAPE_SETS, 3) == [(2, 8, 8)]

@@ -49,6 +49,23 @@ def parse_shapes(text: str, dimensions: int) -> list[Shape]:
     return shapes
 
 
+def shapes_argument(text: str, kernel_name: str, shape_sets: Mapping[str, Sequence[Shape]],
+                    dimensions: int) -> list[Shape]:
+    """The shapes `--shapes` names: one of the kernel's shape sets by name; '@D.parquet', every shape of a recorded
+    dataset of the kernel (its extensions included), sorted; '@FILE', a text file of shapes separated by
+    commas or whitespace; or the shapes themselves, comma-separated."""
+    if text in shape_sets:
+        return list(shape_sets[text])
+    if not text.startswith("@"):
+        return parse_shapes(text, dimensions)
+    path = Path(text[1:])
+    if not path.is_file():
+        raise ValueError(f"--shapes {text!r}: no file at {path}")
+    if path.suffix == ".parquet":
+        return [tuple(int(value) for value in shape) for shape in load_dataset(path, kernel=kernel_name).shapes()]
+    return parse_shapes(",".join(path.read_text().split()), dimensions)
+
+
 class JournalBusy(RuntimeError):
     """Another live process holds the journal a sweep would write."""
 
@@ -473,8 +490,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kernel", default="matmul")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--shapes", required=True,
-                        help="comma-separated, e.g. 1x4096x4096,16x14336x4096, or the name of one of the kernel's "
-                             "SHAPE_SETS")
+                        help="comma-separated, e.g. 1x4096x4096,16x14336x4096; the name of one of the kernel's "
+                             "SHAPE_SETS; @D.parquet, a recorded dataset's shapes; or @FILE, a text file of shapes")
     parser.add_argument("--out", type=Path, required=True, help="dataset parquet file to write when complete")
     parser.add_argument("--compile-workers", type=int, default=None, help="default: CPU cores - 1")
     parser.add_argument("--stop-after-s", type=float, default=None, help="stop cleanly after this many seconds")
@@ -523,10 +540,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.dtype not in kernel.DTYPES:
         parser.error(f"unknown dtype {args.dtype!r} for {args.kernel}; allowed: {', '.join(kernel.DTYPES)}")
     try:
-        shapes = (list(kernel.SHAPE_SETS[args.shapes]) if args.shapes in kernel.SHAPE_SETS
-                  else parse_shapes(args.shapes, len(kernel.SHAPE_NAMES)))
+        shapes = shapes_argument(args.shapes, args.kernel, kernel.SHAPE_SETS, len(kernel.SHAPE_NAMES))
     except ValueError as error:
-        parser.error(f"{error}, or the name of one of {args.kernel}'s shape sets: {', '.join(kernel.SHAPE_SETS)}")
+        parser.error(str(error) if args.shapes.startswith("@") else f"{error}; or the name of one of {args.kernel}'s "
+                     f"shape sets: {', '.join(kernel.SHAPE_SETS)}; or @FILE")
     command = ["python", "-m", "tunebench.collect", *(argv if argv is not None else sys.argv[1:])]
     try:
         configs = json.loads(args.configs.read_text()) if args.configs else None
