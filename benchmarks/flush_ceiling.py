@@ -33,6 +33,7 @@ SHAPE = ["M", "N", "K"]
 
 
 def keys_of(dataset: Dataset) -> list[str]:
+    """The columns that name one measurement: the shape's, then the config's parameters."""
     return [*dataset.shape_names, *(parameter.name for parameter in dataset.parameters)]
 
 
@@ -50,8 +51,8 @@ def two_sittings(first: pd.DataFrame, second: pd.DataFrame, keys: list[str]) -> 
     return table
 
 
-def summary_row(label: str, table: pd.DataFrame) -> dict:
-    """Mean / P10 / min / median of both directions pooled, and the configs' median change, over the table's shapes."""
+def summary_row(label: str, table: pd.DataFrame) -> dict[str, object]:
+    """Mean / P10 / min of both directions pooled, and the configs' median change, over a `two_sittings` table."""
     both = np.concatenate([table["first_best_judged_by_second"], table["second_best_judged_by_first"]])
     return {"sittings": label, "shapes": len(table), "configs a shape": int(table["configs"].median()),
             "ceiling mean / P10 / min (both directions)": (f"{both.mean():.2%} / {np.percentile(both, 10):.2%} / "
@@ -99,6 +100,55 @@ def sitting(path: Path, flush: str) -> Dataset:
     return dataset
 
 
+def recorded_section(path: Path, measured: dict[str, pd.DataFrame], best: dict[str, pd.Series], shapes: pd.Index,
+                     keys: list[str]) -> str:
+    """The markdown section judging a recorded dataset's rows at `shapes` by each sitting: the ceiling both ways, the
+    ratio of the recorded best to the sitting's, and the split and unsplit configs' median ratios."""
+    recorded = load_dataset(path, kernel="matmul")
+    rows = recorded.measurements.merge(pd.DataFrame(list(shapes), columns=SHAPE), on=SHAPE)
+    recorded_best = recorded.measurements[recorded.measurements["status"] == Status.OK.value].groupby(
+        SHAPE)["latency_ms"].min().loc[shapes]
+    table_rows = []
+    for label, frame in measured.items():
+        ratio = recorded_best / best[label].loc[shapes]
+        table_rows.append({**summary_row(f"recorded - {label}", two_sittings(rows, frame, keys)),
+                           "recorded best / sitting's best, median (min, max)": (
+                               f"{ratio.median():.3f} ({ratio.min():.3f}, {ratio.max():.3f})"),
+                           **split_ratios(rows, frame, keys)})
+    return f"""
+## The recorded dataset judged by today's sittings
+
+`{os.path.relpath(path, REPO)}` ({recorded.provenance.get('gpu_name', recorded.gpu)}, flush
+{recorded_flush(recorded.provenance.get('timing'))}), its rows at the same shapes, against each sitting:
+
+{markdown_table(pd.DataFrame(table_rows))}
+"""
+
+
+def predictor_section(path: Path, measured: dict[str, pd.DataFrame], shapes: pd.Index) -> str:
+    """The markdown section judging a saved predictor's `best_config` at `shapes` by each sitting."""
+    from tunebench.predict import load_predictor
+
+    predictor = load_predictor(path)
+    picks = {shape: predictor.best_config(shape) for shape in shapes}
+    judged = {label: picks_judged(frame, picks) for label, frame in measured.items()}
+    rows = [{"sitting": label, "mean / P10 / min": (f"{values.mean():.2%} / {np.percentile(values, 10):.2%} / "
+                                                    f"{values.min():.2%}")} for label, values in judged.items()]
+    per_pick = pd.DataFrame({"pick": [",".join(str(v) for v in picks[s].values()) for s in shapes],
+                             **{label: values.map("{:.2%}".format) for label, values in judged.items()}},
+                            index=pd.MultiIndex.from_tuples(shapes, names=SHAPE)).reset_index()
+    return f"""
+## `{os.path.relpath(path, REPO)}`'s picks judged by each sitting
+
+`best_config` at each shape (the predictor may have trained on them; picks in the order of its space's parameters),
+its efficiency: the sitting's best / the pick's latency there.
+
+{markdown_table(pd.DataFrame(rows))}
+
+{markdown_table(per_pick)}
+"""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--zero", type=Path, nargs=2, required=True, metavar="SITTING", help="two zeroing sittings")
@@ -131,49 +181,8 @@ def main() -> int:
         "best us, zero 1 / read 1": [f"{1000 * best['zero 1'][s]:.1f} / {1000 * best['read 1'][s]:.1f}"
                                      for s in shapes]}).reset_index()
     difference = paired_difference(read.loc[shapes, "ceiling"] - zero.loc[shapes, "ceiling"])
-    recorded_text = ""
-    if args.recorded:
-        recorded = load_dataset(args.recorded, kernel="matmul")
-        rows = recorded.measurements.merge(pd.DataFrame(list(shapes), columns=SHAPE), on=SHAPE)
-        judged = {label: two_sittings(rows, frame, keys) for label, frame in measured.items()}
-        recorded_best = recorded.measurements[recorded.measurements["status"] == Status.OK.value].groupby(
-            SHAPE)["latency_ms"].min().loc[shapes]
-        ratio = {label: recorded_best / best[label].loc[shapes] for label in measured}
-        recorded_rows = [{**summary_row(f"recorded - {label}", table),
-                          "recorded best / sitting's best, median (min, max)": (
-                              f"{ratio[label].median():.3f} ({ratio[label].min():.3f}, {ratio[label].max():.3f})"),
-                          **split_ratios(rows, measured[label], keys)}
-                         for label, table in judged.items()]
-        recorded_text = f"""
-## The recorded dataset judged by today's sittings
-
-`{os.path.relpath(args.recorded, REPO)}` ({recorded.provenance.get('gpu_name', recorded.gpu)}, flush
-{recorded_flush(recorded.provenance.get('timing'))}), its rows at the same shapes, against each sitting:
-
-{markdown_table(pd.DataFrame(recorded_rows))}
-"""
-    predictor_text = ""
-    if args.predictor:
-        from tunebench.predict import load_predictor
-
-        predictor = load_predictor(args.predictor)
-        picks = {shape: predictor.best_config(shape) for shape in shapes}
-        judged = {label: picks_judged(frame, picks) for label, frame in measured.items()}
-        rows = [{"sitting": label, "mean / P10 / min": (f"{values.mean():.2%} / {np.percentile(values, 10):.2%} / "
-                                                        f"{values.min():.2%}")} for label, values in judged.items()]
-        per_pick = pd.DataFrame({"pick": [",".join(str(v) for v in picks[s].values()) for s in shapes],
-                                 **{label: values.map("{:.2%}".format) for label, values in judged.items()}},
-                                index=pd.MultiIndex.from_tuples(shapes, names=SHAPE)).reset_index()
-        predictor_text = f"""
-## `{os.path.relpath(args.predictor, REPO)}`'s picks judged by each sitting
-
-`best_config` at each shape (the predictor may have trained on them; picks in the order of its space's parameters),
-its efficiency: the sitting's best / the pick's latency there.
-
-{markdown_table(pd.DataFrame(rows))}
-
-{markdown_table(per_pick)}
-"""
+    recorded_text = recorded_section(args.recorded, measured, best, shapes, keys) if args.recorded else ""
+    predictor_text = predictor_section(args.predictor, measured, shapes) if args.predictor else ""
     provenance = pd.DataFrame([{"sitting": label, "file": os.path.relpath(path, REPO),
                                 "first timed": dataset.provenance.get("date"),
                                 "gpu": dataset.provenance.get("gpu_name"),
