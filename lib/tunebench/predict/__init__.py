@@ -16,8 +16,8 @@ from tunebench.predict.protocol import SELECTED, CrossValidation, cross_validate
 
 __all__ = [
     "ALIGNMENTS", "FAMILIES", "SELECTED", "CompiledForest", "ConfigRanker", "CrossValidation", "Hardware", "Predictor",
-    "PredictorError", "RankerSettings", "StaleTrainingWarning", "TimedPick", "TrainingData", "alignment", "by_alignment", "by_family",
-    "cross_validate", "family", "feature_names", "feature_row", "features", "fit_predictor", "grouped_folds",
-    "load_predictor", "per_shape_table", "read_header", "save_predictor", "select_ranker", "summarize_efficiency",
-    "training_data",
+    "PredictorError", "RankerSettings", "StaleTrainingWarning", "TimedPick", "TrainingData", "alignment",
+    "by_alignment", "by_family", "cross_validate", "family", "feature_names", "feature_row", "features",
+    "fit_predictor", "grouped_folds", "load_predictor", "per_shape_table", "read_header", "save_predictor",
+    "select_ranker", "summarize_efficiency", "training_data",
 ]
