@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tunebench.measure.live import CorePlan
-from tunebench.measure.timing import Timer, TimingPolicy
+from tunebench.measure.timing import Timer, TimingPolicy, evict
 from tunebench.measure.workers import Worker
 
 
@@ -88,3 +88,13 @@ def test_a_spin_too_short_for_the_host_is_timed_again():
     timer = Timer(TimingPolicy(min_repeats=5, max_repeats=5, hold_base_ms=0.05, hold_per_run_ms=0.01))
     assert sorted(timer.time(slower_after_the_estimate))[2] < 0.2
     assert timer.retries == 1
+
+
+def test_the_read_flush_reads_the_whole_buffer_and_writes_nothing():
+    """Under the Triton interpreter (CPU): the read kernel leaves the buffer as it was; the zero flush zeroes it."""
+    buffer = torch.arange(3 * 4096 + 5, dtype=torch.int32)
+    evict(buffer, "read")
+    assert torch.equal(buffer, torch.arange(3 * 4096 + 5, dtype=torch.int32))
+    evict(buffer, "zero")
+    assert not buffer.any()
+    evict(None, "read")
