@@ -36,8 +36,10 @@ from tunebench.tables import markdown_table
 REPOSITORY = Path(__file__).resolve().parents[1]
 DATASET = REPOSITORY / "results/datasets/compressed_matmul_bfloat16_h100.parquet"
 # (strategy, unique evaluations per pipeline run, probe, leaders: a race when leaders > 0, transfer, neighbours); the
-# first is the autotuner's default (AutotuneSettings), the second its default before stop 98, the third before stop 97
-SETTINGS = (("lfbo_quick", 128, 30, 2, True, True), ("lfbo_quick", 128, 30, 2, True, False),
+# first is the autotuner's default (AutotuneSettings), the second its default before stop 100, the third before stop
+# 98, the fourth before stop 97
+SETTINGS = (("lfbo_quick", 128, 30, 1, True, True), ("lfbo_quick", 128, 30, 2, True, True),
+            ("lfbo_quick", 128, 30, 2, True, False),
             ("pattern", 128, 0, 0, False, False), ("pattern", 64, 0, 0, False, False),
             ("lfbo_quick", 128, 0, 0, False, False), ("lfbo_quick", 64, 0, 0, False, False),
             ("lfbo_quick", 32, 0, 0, False, False), ("lfbo_quick", 128, 30, 2, False, False),

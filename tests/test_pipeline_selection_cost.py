@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from test_pipeline_selection import synthetic_dataset
+from tunebench.kernels.compressed_matmul.autotune import AutotuneSettings
 from tunebench.measure.dataset import save_dataset
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -31,6 +32,14 @@ def test_settings_parse_and_bad_ones_are_named(module):
                 "pattern:transfer", "pattern:64:transfer:30:1", "pattern:64:transfer:neighbours"):
         with pytest.raises(argparse.ArgumentTypeError, match=f"'{bad}' is not STRATEGY:EVALUATIONS"):
             module.parse_setting(bad)
+
+
+def test_the_first_setting_is_the_autotuners_default(module):
+    # the script's comment and docs/compressed_matmul.md call SETTINGS[0] the default; one leader since stop 100
+    d = AutotuneSettings()
+    default = (d.strategy, d.evaluations_per_pipeline, d.probe, d.leaders, d.transfer, d.neighbours)
+    assert module.SETTINGS[0] == default == ("lfbo_quick", 128, 30, 1, True, True)
+    assert ("lfbo_quick", 128, 30, 2, True, True) in module.SETTINGS[1:]  # the default before stop 100
 
 
 def test_the_summary_takes_medians_and_the_worst_seed(module):

@@ -40,10 +40,11 @@ from tunebench.study import Budget, run_search
 
 @dataclass(frozen=True)
 class AutotuneSettings:
-    """Defaults of the autotuner (our choices; replayed at 10 seeds on the H100 and H200 sweeps,
-    `results/pipeline_selection/cost_h100_ten_seeds.md` and `cost_h200_ten_seeds.md`: every pick at the recorded best
-    at 20 of 20 seeds, against 15 for pattern search at 128 a pipeline without race or transfer, with 0.40x its
-    evaluations; 19 of 20 without `neighbours`, at 1.07x the evaluations).
+    """Defaults of the autotuner (our choices; replayed at 30 seeds on the H100 and H200 sweeps,
+    `results/pipeline_selection/cost_h100_thirty_seeds.md` and `cost_h200_thirty_seeds.md`: every pick at the
+    recorded best at 60 of 60 seeds; at 10, `cost_h100_ten_seeds.md` and `cost_h200_ten_seeds.md`: 20 of 20, against
+    15 for pattern search at 128 a pipeline without race or transfer, with 0.31x its evaluations; 18 of 20 without
+    `neighbours`, at 1.05x the evaluations).
 
     strategy, strategy_settings: the registered strategy run on each pipeline's part of a projection's space, and
         (name, value) overrides of its own defaults. LFBO at Helion's quick effort.
@@ -53,9 +54,12 @@ class AutotuneSettings:
         pattern search's own min_improvement).
     max_rounds: rounds at most per bucket.
     probe, leaders: a race among the pipelines (`StratifiedSettings`): with leaders > 0, each pipeline's run stops
-        once it has measured `probe` configs, and only the `leaders` fastest pipelines so far go on (0: none). Two
-        go on: with one, at seed 2 the probe put decode_exponents ahead at the H200's batch 64, where direct_palette
-        holds the best, and the step ended 4.5 % off it.
+        once it has measured `probe` configs, and only the `leaders` fastest pipelines so far go on (0: none). One
+        goes on: with the `neighbours`, one leader put every pick at the recorded best at 30 of 30 seeds on both
+        sweeps, as two did, at 0.75x (H100) and 0.80x (H200) their evaluations
+        (`results/pipeline_selection/cost_h100_thirty_seeds.md` and `cost_h200_thirty_seeds.md`). Two went on
+        before as a margin against a miss seen without the neighbours: at seed 2 the probe put decode_exponents
+        ahead at the H200's batch 64, where direct_palette holds the best, and the step ended 4.5 % off it.
     transfer: each pipeline's run first measures the configs the autotuner holds as that pipeline's best at the other
         projections and batch sizes tuned so far (same batch first, then the nearest), and starts from them.
     neighbours: with transfer, the run also measures, right after the other projections' picks at the same batch,
@@ -71,7 +75,7 @@ class AutotuneSettings:
     threshold: float = 0.001
     max_rounds: int = 4
     probe: int = 30
-    leaders: int = 2
+    leaders: int = 1
     transfer: bool = True
     neighbours: bool = True
 
