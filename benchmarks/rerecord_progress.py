@@ -1,0 +1,158 @@
+"""Issue 5's re-recording so far: the prediction shapes timed again with today's kernel and the read flush (batch
+journals of benchmarks/rerecord_batches.py), against the recorded prediction dataset and the deployed predictor.
+
+CPU: .venv/bin/python benchmarks/rerecord_progress.py --journals J.jsonl.gz [...] --out F.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from tunebench.collect import build_dataset, read_records, whole_shapes
+from tunebench.files import write_text_atomically
+from tunebench.kernels import get_kernel
+from tunebench.measure.dataset import Dataset, load_dataset
+from tunebench.measure.result import Status
+from tunebench.measure.timing import recorded_flush
+from tunebench.predict.evaluation import FAMILIES, family
+from tunebench.tables import markdown_table
+
+from flush_ceiling import keys_of, picks_judged, split_ratios, two_sittings
+
+REPO = Path(__file__).resolve().parents[1]
+SHAPE = ["M", "N", "K"]
+CONFIGS = REPO / "results/datasets/matmul_prediction_configs.json"
+RECORDED = REPO / "results/datasets/matmul_bfloat16_h100_prediction.parquet"
+PREDICTOR = REPO / "results/config_prediction/matmul_bfloat16_h100.predictor"
+
+
+def sittings_of(records: list[dict]) -> list[dict]:
+    """The journals' sittings (provenance records), each once: a resumed journal repeats the sittings before it."""
+    seen: dict[str, dict] = {}
+    for record in records:
+        if record["kind"] == "provenance":
+            seen.setdefault(record["provenance"]["date"], record["provenance"])
+    return list(seen.values())
+
+
+def journal_dataset(records: list[dict], configs: list[dict]) -> Dataset:
+    """The shapes the journals' records finished (each config, the vendor row, the screen's full pass), as one dataset;
+    refused unless every sitting read the flush buffer on one GPU model."""
+    sittings = sittings_of(records)
+    flushes = {recorded_flush(provenance.get("timing")) for provenance in sittings}
+    gpus = {provenance.get("gpu_name") for provenance in sittings}
+    if flushes != {"read"} or len(gpus) != 1:
+        raise SystemExit(f"the journals' sittings used flushes {sorted(flushes)} on GPUs {sorted(map(str, gpus))}: "
+                         "a re-recording is one GPU model, read flush")
+    space = get_kernel("matmul").config_space()
+    return build_dataset("matmul", "bfloat16", whole_shapes(records, configs, space.key))
+
+
+def summary(values: pd.Series) -> str:
+    """Mean / P10 / min of efficiencies, as percentages."""
+    return f"{values.mean():.2%} / {np.percentile(values, 10):.2%} / {values.min():.2%}"
+
+
+def share(values: pd.Series) -> str:
+    """The share of true values, as a percentage."""
+    return f"{values.mean():.0%}"
+
+
+def per_family(columns: dict[str, pd.Series], describe: Callable[[pd.Series], str] = summary) -> pd.DataFrame:
+    """`describe` of each shape-indexed column over all shapes, then per family of M."""
+    index = next(iter(columns.values())).index
+    families = pd.Series([family(m) for m in index.get_level_values("M")], index=index)
+    rows = [{"shapes": "all", "count": len(index), **{name: describe(values) for name, values in columns.items()}}]
+    for name, _, _ in FAMILIES:
+        members = families == name
+        if members.any():
+            rows.append({"shapes": name, "count": int(members.sum()),
+                         **{label: describe(values[members]) for label, values in columns.items()}})
+    return pd.DataFrame(rows)
+
+
+def best_rows(measurements: pd.DataFrame) -> pd.DataFrame:
+    """Each shape's fastest ok row, indexed by shape."""
+    ok = measurements[measurements["status"] == Status.OK.value]
+    return ok.loc[ok.groupby(SHAPE)["latency_ms"].idxmin()].set_index(SHAPE)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--journals", type=Path, nargs="+", required=True)
+    parser.add_argument("--recorded", type=Path, default=RECORDED)
+    parser.add_argument("--predictor", type=Path, default=PREDICTOR)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    configs = json.loads(CONFIGS.read_text())
+    records = [record for path in args.journals for record in read_records(path)]
+    new = journal_dataset(records, configs)
+    if not new.shapes():
+        raise SystemExit(f"no shape is finished in {[str(path) for path in args.journals]}")
+    keys = keys_of(new)
+    shapes = pd.MultiIndex.from_tuples(sorted(tuple(map(int, s)) for s in new.shapes()), names=SHAPE)
+    recorded = load_dataset(args.recorded, kernel="matmul")
+    if recorded.gpu != new.gpu:
+        raise SystemExit(f"{args.recorded} was recorded on {recorded.gpu!r}, the journals on {new.gpu!r}")
+    old = recorded.measurements.merge(shapes.to_frame(index=False), on=SHAPE)
+    both = two_sittings(old, new.measurements, keys).loc[shapes]
+    from tunebench.predict import load_predictor
+
+    with warnings.catch_warnings():  # its training is stale by design here: that is what this measures
+        warnings.simplefilter("ignore")
+        predictor = load_predictor(args.predictor)
+    picks = {shape: predictor.best_config(shape) for shape in shapes}
+    efficiency = per_family({
+        "recorded best, judged today": both["first_best_judged_by_second"],
+        "today's best, judged by the recording": both["second_best_judged_by_first"],
+        "`best_config`, judged today": picks_judged(new.measurements, picks),
+        "`best_config`, judged by the recording": picks_judged(old, picks)})
+    today, then = best_rows(new.measurements).loc[shapes], best_rows(old).loc[shapes]
+    splits = per_family({"today's best splits K": today["SPLIT_K"] > 1,
+                         "the recording's best splits K": then["SPLIT_K"] > 1}, share)
+    ratio = then["latency_ms"] / today["latency_ms"]
+    sittings = pd.DataFrame([{"sitting began": provenance["date"], "GPU": provenance.get("gpu_uuid"),
+                              "kernel source": provenance.get("kernel_source_sha256"), "flush": recorded_flush(
+                                  provenance.get("timing"))} for provenance in sittings_of(records)])
+    timed_in_full = new.measurements[new.measurements["repeats_ms"].map(len) > 3].groupby(SHAPE).size()
+    text = f"""# Issue 5's re-recording: progress
+
+Command: `.venv/bin/python {' '.join(sys.argv)}`.
+
+{len(shapes)} shapes finished ({new.gpu}, {len(configs)} candidates each, screened: 3 runs each, then in full those
+within 20 % of the shape's screened best, a median {timed_in_full.median():.0f} a shape), from
+{', '.join(f'`{os.path.relpath(path, REPO)}`' for path in args.journals)}, whose sittings were:
+
+{markdown_table(sittings)}
+
+The recording: `{os.path.relpath(args.recorded, REPO)}` (flush {recorded_flush(recorded.provenance.get('timing'))}),
+its rows at the same shapes. The predictor: `{os.path.relpath(args.predictor, REPO)}`, trained on the recording
+(these shapes included: for it, the recording's numbers are in-sample).
+
+Efficiency (a sitting's best / the pick's latency in that sitting), mean / P10 / min:
+
+{markdown_table(efficiency)}
+
+The recording's best / today's best latency, median over shapes: {ratio.median():.3f} (min {ratio.min():.3f}, max
+{ratio.max():.3f}). {'; '.join(f'{k}: {v}' for k, v in split_ratios(old, new.measurements, keys).items())}.
+
+Share of shapes whose best config splits K:
+
+{markdown_table(splits)}
+"""
+    write_text_atomically(args.out, text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

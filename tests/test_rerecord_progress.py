@@ -1,0 +1,63 @@
+"""benchmarks/rerecord_progress.py on a stand-in sweep's journal: a resumed journal's sittings counted once, only
+finished shapes kept, sittings of the zeroing flush or of two GPU models refused, and the per-family summaries."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from test_collect import SHAPES, StandInBench
+from tunebench.collect import journal_of, read_records, sweep
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import rerecord_progress  # noqa: E402
+
+
+@pytest.fixture
+def journal(tmp_path) -> list[dict]:
+    """A stand-in sweep's records, its sitting marked as reading the flush buffer."""
+    out = tmp_path / "sweep.parquet"
+    assert sweep("matmul", "bfloat16", SHAPES, out, limit_configs=6, make_bench=StandInBench)
+    records = read_records(journal_of(out).path)
+    for record in records:
+        if record["kind"] == "provenance":
+            record["provenance"]["timing"] = {"flush": "read"}
+    return records
+
+
+def configs_of(records: list[dict]) -> list[dict]:
+    return list({str(r["config"]): r["config"] for r in records if r["kind"] == "config"}.values())
+
+
+def test_a_resumed_journals_sittings_count_once_and_only_finished_shapes_are_kept(journal):
+    configs = configs_of(journal)
+    assert len(rerecord_progress.sittings_of([*journal, *journal])) == 1
+    dataset = rerecord_progress.journal_dataset(journal, configs)
+    assert sorted(map(tuple, dataset.shapes())) == sorted(SHAPES)
+    unfinished = [r for r in journal if not (r["kind"] == "config" and tuple(r["shape"]) == SHAPES[1]
+                                             and r["config"] == configs[0])]
+    assert list(map(tuple, rerecord_progress.journal_dataset(unfinished, configs).shapes())) == [SHAPES[0]]
+
+
+def test_a_zeroing_sitting_or_a_second_gpu_model_is_refused(journal):
+    zeroing = [dict(r, provenance=dict(r["provenance"], timing={"flush": "zero"}, date="later"))
+               if r["kind"] == "provenance" else r for r in journal]
+    with pytest.raises(SystemExit, match=r"flushes \['read', 'zero'\]"):
+        rerecord_progress.journal_dataset([*journal, *zeroing], configs_of(journal))
+    other = [dict(r, provenance=dict(r["provenance"], gpu_name="H200", date="later"))
+             if r["kind"] == "provenance" else r for r in journal]
+    with pytest.raises(SystemExit, match="'H200', 'stand-in'"):
+        rerecord_progress.journal_dataset([*journal, *other], configs_of(journal))
+
+
+def test_the_family_tables_summarize_all_shapes_then_each_family():
+    index = pd.MultiIndex.from_tuples([(1, 64, 64), (2, 64, 64), (512, 64, 64)], names=["M", "N", "K"])
+    table = rerecord_progress.per_family({"e": pd.Series([1.0, 0.5, 0.9], index=index)})
+    assert table["shapes"].tolist() == ["all", "M < 8", "128 <= M < 1024"]
+    assert table["count"].tolist() == [3, 2, 1]
+    assert table["e"].iloc[1] == "75.00% / 55.00% / 50.00%"
+    shares = rerecord_progress.per_family({"s": pd.Series([True, False, True], index=index)}, rerecord_progress.share)
+    assert shares["s"].tolist() == ["67%", "50%", "100%"]
