@@ -36,7 +36,7 @@ def event_ms(function: Callable[[], object], before: Callable[[], object] | None
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()

@@ -45,7 +45,7 @@ def batches(shapes: Sequence[Shape], skip: set[Shape], size: int, seed: int,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
