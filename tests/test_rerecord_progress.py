@@ -61,3 +61,14 @@ def test_the_family_tables_summarize_all_shapes_then_each_family():
     assert table["e"].iloc[1] == "75.00% / 55.00% / 50.00%"
     shares = rerecord_progress.per_family({"s": pd.Series([True, False, True], index=index)}, rerecord_progress.share)
     assert shares["s"].tolist() == ["67%", "50%", "100%"]
+
+
+def test_the_screens_headroom_is_the_final_bests_screened_latency_over_the_screens_best():
+    def config(block_m: int, screened: bool, ms: float) -> dict:
+        return {"kind": "config", "status": "ok", "shape": [1, 64, 64], "screened": screened, "repeats_ms": [ms],
+                "config": {"BLOCK_M": block_m, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 1, "SPLIT_K": 1,
+                           "num_warps": 4, "num_stages": 2}}
+    records = [config(16, True, 1.00), config(32, True, 1.04), config(64, True, 1.50),
+               config(16, False, 1.02), config(32, False, 0.99)]
+    shapes = pd.MultiIndex.from_tuples([(1, 64, 64)], names=["M", "N", "K"])
+    assert rerecord_progress.screen_headroom(records, shapes).tolist() == pytest.approx([1.04])
