@@ -33,6 +33,7 @@ SHAPE = ["M", "N", "K"]
 CONFIGS = REPO / "results/datasets/matmul_prediction_configs.json"
 RECORDED = REPO / "results/datasets/matmul_bfloat16_h100_prediction.parquet"
 PREDICTOR = REPO / "results/config_prediction/matmul_bfloat16_h100.predictor"
+TIMED_K = (1, 10, 40)  # the predictor's top k timed; 10 is `timed_best_config`'s default
 
 
 def sittings_of(records: list[dict]) -> list[dict]:
@@ -72,6 +73,18 @@ def screen_headroom(records: list[dict], shapes: pd.MultiIndex) -> pd.Series:
         best = min(full[shape], key=full[shape].get)
         ratios.append(screened[shape][best] / min(screened[shape].values()))
     return pd.Series(ratios, index=shapes)
+
+
+def best_of_judged(measured: pd.DataFrame, picks: dict[tuple[int, int, int], list[dict[str, int]]]) -> pd.Series:
+    """Per shape of `picks`, the sitting's fastest ok latency over the fastest of the picked configs there (what
+    timing them all and keeping the fastest is worth; 0 where none ran), indexed by shape in the order of `picks`."""
+    ok = measured[measured["status"] == Status.OK.value]
+    efficiencies = []
+    for shape, configs in picks.items():
+        rows = ok[(ok[SHAPE] == list(shape)).all(axis=1)]
+        chosen = pd.DataFrame(configs).merge(rows, on=list(configs[0]))
+        efficiencies.append(rows["latency_ms"].min() / chosen["latency_ms"].min() if len(chosen) else 0.0)
+    return pd.Series(efficiencies, index=pd.MultiIndex.from_tuples(list(picks), names=SHAPE))
 
 
 def summary(values: pd.Series) -> str:
@@ -133,6 +146,8 @@ def main() -> int:
         "today's best, judged by the recording": both["second_best_judged_by_first"],
         "`best_config`, judged today": picks_judged(new.measurements, picks),
         "`best_config`, judged by the recording": picks_judged(old, picks)})
+    timed = per_family({f"top {k} timed, fastest kept": best_of_judged(
+        new.measurements, {shape: predictor.top_configs(shape, k) for shape in shapes}) for k in TIMED_K})
     today, then = best_rows(new.measurements).loc[shapes], best_rows(old).loc[shapes]
     splits = per_family({"today's best splits K": today["SPLIT_K"] > 1,
                          "the recording's best splits K": then["SPLIT_K"] > 1}, share)
@@ -163,6 +178,11 @@ Efficiency (a sitting's best / the pick's latency in that sitting), mean / P10 /
 
 The recording's best / today's best latency, median over shapes: {ratio.median():.3f} (min {ratio.min():.3f}, max
 {ratio.max():.3f}). {'; '.join(f'{k}: {v}' for k, v in split_ratios(old, new.measurements, keys).items())}.
+
+Prediction plus measurements (`timed_best_config`): the predictor's top k (`top_configs`), each timed, the fastest
+kept, judged today:
+
+{markdown_table(timed)}
 
 Share of shapes whose best config splits K:
 

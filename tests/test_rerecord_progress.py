@@ -72,3 +72,13 @@ def test_the_screens_headroom_is_the_final_bests_screened_latency_over_the_scree
                config(16, False, 1.02), config(32, False, 0.99)]
     shapes = pd.MultiIndex.from_tuples([(1, 64, 64)], names=["M", "N", "K"])
     assert rerecord_progress.screen_headroom(records, shapes).tolist() == pytest.approx([1.04])
+
+
+def test_the_best_of_several_picks_is_judged_by_the_fastest_that_ran():
+    rows = pd.DataFrame({"M": 1, "N": 64, "K": 64, "BLOCK_M": [16, 32, 64, 128], "SPLIT_K": 1,
+                         "status": ["ok", "ok", "ok", "compile_error"], "latency_ms": [2.0, 1.0, 4.0, float("nan")]})
+    judged = rerecord_progress.best_of_judged(rows, {
+        (1, 64, 64): [{"BLOCK_M": 64, "SPLIT_K": 1}, {"BLOCK_M": 16, "SPLIT_K": 1}]})
+    assert judged.tolist() == [0.5]
+    failed = rerecord_progress.best_of_judged(rows, {(1, 64, 64): [{"BLOCK_M": 128, "SPLIT_K": 1}]})
+    assert failed.tolist() == [0.0]
