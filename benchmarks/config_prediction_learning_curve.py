@@ -23,7 +23,7 @@ from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import load_dataset
 from tunebench.predict import ConfigRanker, RankerSettings, grouped_folds, training_data
 from tunebench.predict.compiled import load_table
-from tunebench.predict.evaluation import alignment, shape_efficiency
+from tunebench.predict.evaluation import alignment, percent_summary, shape_efficiency
 from tunebench.predict.protocol import N_SPLITS
 from tunebench.tables import markdown_table
 
@@ -80,11 +80,6 @@ def _load(dataset: Path, compiled: Path) -> None:
     _CLASSES = shape_classes(_DATA.shapes)
 
 
-def summary(values: np.ndarray) -> str:
-    """Mean / P10 / min of efficiencies."""
-    return f"{values.mean():.2%} / {np.percentile(values, 10):.2%} / {values.min():.2%}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=DATASET)
@@ -117,8 +112,8 @@ def main() -> None:
                "P10": f"{np.percentile(values, 10):.2%}", "min": f"{values.min():.2%}",
                "median": f"{np.median(values):.2%}"}
         if args.vary == "unaligned":
-            row = {drawn: row[drawn], "all held-out shapes": summary(values),
-                   **{f"{name} ({int((classes == name).sum())})": summary(values[classes == name])
+            row = {drawn: row[drawn], "all held-out shapes": percent_summary(values),
+                   **{f"{name} ({int((classes == name).sum())})": percent_summary(values[classes == name])
                       for name in CLASSES}}
         rows.append(row)
     command = "`.venv/bin/python benchmarks/config_prediction_learning_curve.py" + (

@@ -41,7 +41,8 @@ from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.result import Status
 from tunebench.measure.timing import FLUSHES, TimingPolicy, recorded_flush
-from tunebench.predict.evaluation import FAMILIES, family, retimed_efficiency, untimed_picks
+from tunebench.predict.evaluation import (FAMILIES, family, percent_summary, retimed_efficiency,
+                                          untimed_picks)
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "results" / "datasets" / "matmul_bfloat16_h100_prediction.parquet"
@@ -216,8 +217,7 @@ def compare(args: argparse.Namespace) -> None:
         for label, table in tables.items():
             for column in ("prediction", "dispatcher"):
                 values = table.loc[members, column]
-                row[f"{column}, {label}"] = (f"{values.mean():.2%} / {np.percentile(values, 10):.2%} / "
-                                             f"{values.min():.2%}")
+                row[f"{column}, {label}"] = percent_summary(values)
             row[f"fastest's median latency, {label}"] = f"{1000 * bests[label].loc[members].median():.1f} us"
         first = tables[labels[0]].loc[members, "prediction"]
         for label in labels[1:]:
@@ -283,8 +283,7 @@ def noise(args: argparse.Namespace) -> None:
         for label, table in tables.items():
             ceiling = table.loc[members, "one-round ceiling"]
             row[f"spread (median CV), {label}"] = f"{table.loc[members, 'spread'].median():.2%}"
-            row[f"one-round ceiling, {label}"] = (f"{ceiling.mean():.2%} / {np.percentile(ceiling, 10):.2%} / "
-                                                  f"{ceiling.min():.2%}")
+            row[f"one-round ceiling, {label}"] = percent_summary(ceiling)
         first = tables[labels[0]].loc[members, "one-round ceiling"]
         for label in labels[1:]:
             differences = tables[label].loc[members, "one-round ceiling"] - first

@@ -23,7 +23,7 @@ from tunebench.files import write_text_atomically
 from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.measure.result import Status
 from tunebench.measure.timing import recorded_flush
-from tunebench.predict.evaluation import retest_efficiency
+from tunebench.predict.evaluation import percent_summary, retest_efficiency
 from tunebench.tables import markdown_table
 
 from config_prediction_retime import paired_difference
@@ -55,8 +55,7 @@ def summary_row(label: str, table: pd.DataFrame) -> dict[str, object]:
     """Mean / P10 / min of both directions pooled, and the configs' median change, over a `two_sittings` table."""
     both = np.concatenate([table["first_best_judged_by_second"], table["second_best_judged_by_first"]])
     return {"sittings": label, "shapes": len(table), "configs a shape": int(table["configs"].median()),
-            "ceiling mean / P10 / min (both directions)": (f"{both.mean():.2%} / {np.percentile(both, 10):.2%} / "
-                                                           f"{both.min():.2%}"),
+            "ceiling mean / P10 / min (both directions)": percent_summary(both),
             "config's |change|, median of shapes' median / P90": (f"{table['change_median'].median():.2%} / "
                                                                   f"{table['change_p90'].median():.2%}")}
 
@@ -79,16 +78,22 @@ def per_run_ms(dataset: Dataset) -> float:
     return float((1e3 * rows["bench_s"] / (rows["repeats_ms"].map(len) + 2)).median())
 
 
-def picks_judged(measured: pd.DataFrame, picks: dict[tuple[int, int, int], dict[str, int]]) -> pd.Series:
-    """Per shape of `picks`, the sitting's fastest ok latency over the pick's (0 where the pick failed or is
-    missing), indexed by shape in the order of `picks`."""
+def best_of_judged(measured: pd.DataFrame, picks: dict[tuple[int, int, int], list[dict[str, int]]]) -> pd.Series:
+    """Per shape of `picks`, the sitting's fastest ok latency over the fastest of the picked configs there (what
+    timing them all and keeping the fastest is worth; 0 where none ran), indexed by shape in the order of `picks`."""
     ok = measured[measured["status"] == Status.OK.value]
     efficiencies = []
-    for shape, pick in picks.items():
+    for shape, configs in picks.items():
         rows = ok[(ok[SHAPE] == list(shape)).all(axis=1)]
-        chosen = rows[(rows[list(pick)] == pd.Series(pick)).all(axis=1)]
-        efficiencies.append(rows["latency_ms"].min() / chosen["latency_ms"].iloc[0] if len(chosen) else 0.0)
+        chosen = pd.DataFrame(configs).merge(rows, on=list(configs[0]))
+        efficiencies.append(rows["latency_ms"].min() / chosen["latency_ms"].min() if len(chosen) else 0.0)
     return pd.Series(efficiencies, index=pd.MultiIndex.from_tuples(list(picks), names=SHAPE))
+
+
+def picks_judged(measured: pd.DataFrame, picks: dict[tuple[int, int, int], dict[str, int]]) -> pd.Series:
+    """`best_of_judged` with one pick a shape: the sitting's fastest ok latency over the pick's (0 where the pick
+    failed or is missing)."""
+    return best_of_judged(measured, {shape: [pick] for shape, pick in picks.items()})
 
 
 def sitting(path: Path, flush: str) -> Dataset:
@@ -132,8 +137,7 @@ def predictor_section(path: Path, measured: dict[str, pd.DataFrame], shapes: pd.
     predictor = load_predictor(path)
     picks = {shape: predictor.best_config(shape) for shape in shapes}
     judged = {label: picks_judged(frame, picks) for label, frame in measured.items()}
-    rows = [{"sitting": label, "mean / P10 / min": (f"{values.mean():.2%} / {np.percentile(values, 10):.2%} / "
-                                                    f"{values.min():.2%}")} for label, values in judged.items()]
+    rows = [{"sitting": label, "mean / P10 / min": percent_summary(values)} for label, values in judged.items()]
     per_pick = pd.DataFrame({"pick": [",".join(str(v) for v in picks[s].values()) for s in shapes],
                              **{label: values.map("{:.2%}".format) for label, values in judged.items()}},
                             index=pd.MultiIndex.from_tuples(shapes, names=SHAPE)).reset_index()

@@ -23,10 +23,10 @@ from tunebench.kernels import get_kernel
 from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.measure.result import Status
 from tunebench.measure.timing import recorded_flush
-from tunebench.predict.evaluation import FAMILIES, family
+from tunebench.predict.evaluation import FAMILIES, family, percent_summary
 from tunebench.tables import markdown_table
 
-from flush_ceiling import keys_of, picks_judged, split_ratios, two_sittings
+from flush_ceiling import best_of_judged, keys_of, picks_judged, split_ratios, two_sittings
 
 REPO = Path(__file__).resolve().parents[1]
 SHAPE = ["M", "N", "K"]
@@ -75,29 +75,13 @@ def screen_headroom(records: list[dict], shapes: pd.MultiIndex) -> pd.Series:
     return pd.Series(ratios, index=shapes)
 
 
-def best_of_judged(measured: pd.DataFrame, picks: dict[tuple[int, int, int], list[dict[str, int]]]) -> pd.Series:
-    """Per shape of `picks`, the sitting's fastest ok latency over the fastest of the picked configs there (what
-    timing them all and keeping the fastest is worth; 0 where none ran), indexed by shape in the order of `picks`."""
-    ok = measured[measured["status"] == Status.OK.value]
-    efficiencies = []
-    for shape, configs in picks.items():
-        rows = ok[(ok[SHAPE] == list(shape)).all(axis=1)]
-        chosen = pd.DataFrame(configs).merge(rows, on=list(configs[0]))
-        efficiencies.append(rows["latency_ms"].min() / chosen["latency_ms"].min() if len(chosen) else 0.0)
-    return pd.Series(efficiencies, index=pd.MultiIndex.from_tuples(list(picks), names=SHAPE))
-
-
-def summary(values: pd.Series) -> str:
-    """Mean / P10 / min of efficiencies, as percentages."""
-    return f"{values.mean():.2%} / {np.percentile(values, 10):.2%} / {values.min():.2%}"
-
-
 def share(values: pd.Series) -> str:
     """The share of true values, as a percentage."""
     return f"{values.mean():.0%}"
 
 
-def per_family(columns: dict[str, pd.Series], describe: Callable[[pd.Series], str] = summary) -> pd.DataFrame:
+def per_family(columns: dict[str, pd.Series],
+               describe: Callable[[pd.Series], str] = percent_summary) -> pd.DataFrame:
     """`describe` of each shape-indexed column over all shapes, then per family of M."""
     index = next(iter(columns.values())).index
     families = pd.Series([family(m) for m in index.get_level_values("M")], index=index)
