@@ -167,8 +167,8 @@ def _read_all(buffer, n, BLOCK: tl.constexpr):
 def evict(flush: torch.Tensor | None, mode: str) -> None:
     """Evict the L2 by writing the flush buffer ("zero": its lines stay in L2, dirty, and the next kernel's misses
     write them back to memory) or by reading it ("read": clean lines, dropped without a write); nothing without one.
-    The read is a Triton kernel: torch's int32 `sum` took about 5x as long (0.48 ms against 0.10 ms for 256 MiB on an
-    H100; benchmarks/flush_speed.py)."""
+    The read is a Triton kernel: torch's int32 `sum` took about 4.5x as long (0.49 ms against 0.11 ms for 256 MiB on
+    an H100; results/flush_speed_h100.md, by benchmarks/flush_speed.py)."""
     if flush is None:
         return
     if mode == "zero":
