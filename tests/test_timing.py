@@ -90,6 +90,18 @@ def test_a_spin_too_short_for_the_host_is_timed_again():
     assert timer.retries == 1
 
 
+@pytest.mark.gpu
+def test_a_spin_that_ends_while_the_gpu_is_still_busy_is_not_a_drain():
+    """A quick host queuing GPU-bound runs outruns the GPU: the spin may end long before the last run is queued, yet
+    the GPU never waits for the host, so the round stands (the timer before stop 101 timed such rounds again)."""
+    x = torch.zeros(64 * 2**20, device="cuda")  # 256 MiB: each add takes the GPU about 0.2 ms, the host some us
+    timer = Timer(TimingPolicy(min_repeats=30, max_repeats=30, hold_per_run_ms=0.001, flush_bytes=0))
+    for _ in range(3):
+        assert len(timer.time(lambda: x.add_(1.0))) == 30
+        assert len(timer.time(lambda: x.add_(1.0), repeats=3)) == 3
+    assert timer.retries == 0
+
+
 def test_the_read_flush_reads_the_whole_buffer_and_writes_nothing():
     """Under the Triton interpreter (CPU): the read kernel leaves the buffer as it was; the zero flush zeroes it."""
     buffer = torch.arange(3 * 4096 + 5, dtype=torch.int32)

@@ -32,10 +32,11 @@ class TimingPolicy:
     hold_base_ms, hold_per_run_ms: the timed runs are queued behind a GPU spin, so that the host's launch delays
     (a busy CPU, the scheduler) never open idle gaps inside a timed region: every run starts as soon as the GPU
     finishes the one before (nvbench's blocking kernel does the same). The spin lasts hold_base_ms + count x (the
-    host's time to queue one run, measured on the estimate round, x hold_margin, less the GPU time of one run,
-    which the queue gains back; at least hold_per_run_ms). When the
-    spin ends before the host has queued everything, the round is timed once more behind a spin sized by the
-    host's pace in that round, times `hold_retry_factor`. hold_base_ms = 0 turns the hold off.
+    host's time to queue one run, as the timer's previous round measured it, x hold_margin, less the GPU time of
+    one run, which the queue gains back; at least hold_per_run_ms). When the GPU runs out of queued work before the
+    host has queued everything (a run's start event has been reached by the time the host has launched the run), the
+    round is timed once more behind a spin sized by the host's pace in that round, times `hold_retry_factor`.
+    hold_base_ms = 0 turns the hold off.
     """
 
     warmup_runs: int = 1
@@ -78,7 +79,8 @@ class TimingPolicy:
         if self.flush != "zero":
             method = method.replace("L2 flushed", f"L2 flushed ({self.flush})")
         if self.hold_base_ms > 0:
-            method += "; runs queued behind a GPU spin so host delays open no gaps"
+            method += ("; runs queued behind a GPU spin so host delays open no gaps, a round timed again where the GPU "
+                       "ran out of queued work")
         return {"method": method, **asdict(self)}
 
 
@@ -90,50 +92,55 @@ class Timer:
         self.flush = flush_buffer(policy, device)
         self.flush_ms = _flush_ms(self.flush, policy.flush)
         self.spin_cycles_per_ms = _spin_cycles_per_ms() if policy.hold_base_ms > 0 else 0.0
-        self.retries = 0  # rounds timed again because the spin ended before everything was queued
+        self.host_ms_per_run = 10 * policy.hold_per_run_ms  # the host's pace in the latest round: the next spin's size
+        self.retries = 0  # rounds timed again because the GPU ran out of queued work
 
     def time(self, function: Callable[[], object], repeats: int | None = None) -> list[float]:
-        """The latencies in ms of `policy.repeats_for(estimate)` runs of `function` (of `repeats` runs, where given:
-        a screen), each after an L2 flush."""
+        """The latencies in ms of `policy.repeats_for(estimate)` runs of `function`, each after an L2 flush; or of
+        `repeats` runs, where given (a screen), with no estimate round."""
         if repeats is not None and repeats < 1:
             raise ValueError(f"repeats must be at least 1, got {repeats}")
         for _ in range(self.policy.warmup_runs):
             function()
         torch.cuda.synchronize()
-        estimate, host_ms = self._timed_runs(function, 1, self.policy.hold_ms(1, self.policy.hold_per_run_ms * 10))
-        count = self.policy.repeats_for(estimate[0]) if repeats is None else repeats
-        return self._timed_runs(function, count, self.policy.hold_ms(count, host_ms, estimate[0] + self.flush_ms))[0]
+        if repeats is not None:
+            return self._timed_runs(function, repeats, self.flush_ms)
+        estimate = self._timed_runs(function, 1, self.flush_ms)[0]
+        return self._timed_runs(function, self.policy.repeats_for(estimate), estimate + self.flush_ms)
 
-    def _timed_runs(self, function: Callable[[], object], count: int, hold_ms: float) -> tuple[list[float], float]:
-        """Times of `count` runs and the host's ms to queue one. If the spin ended before the host had queued them,
-        they are timed once more, behind a spin sized by the host's pace in the drained round."""
-        times, host_ms, drained = _timed_runs(function, self.flush, self.policy.flush, count,
-                                              round(hold_ms * self.spin_cycles_per_ms))
+    def _timed_runs(self, function: Callable[[], object], count: int, gpu_ms_per_run: float) -> list[float]:
+        """Times of `count` runs, each taking the GPU about `gpu_ms_per_run` (a flush included). If the GPU ran out
+        of queued work before the host had queued them, they are timed once more, behind a spin sized by the host's
+        pace in the drained round."""
+        hold_ms = self.policy.hold_ms(count, self.host_ms_per_run, gpu_ms_per_run)
+        times, self.host_ms_per_run, drained = _timed_runs(function, self.flush, self.policy.flush, count,
+                                                           round(hold_ms * self.spin_cycles_per_ms))
         if drained:
             self.retries += 1
-            hold_ms = max(hold_ms, self.policy.hold_ms(count, host_ms)) * self.policy.hold_retry_factor
-            times, host_ms, _ = _timed_runs(function, self.flush, self.policy.flush, count,
-                                            round(hold_ms * self.spin_cycles_per_ms))
-        return times, host_ms
+            hold_ms = max(hold_ms, self.policy.hold_ms(count, self.host_ms_per_run)) * self.policy.hold_retry_factor
+            times, self.host_ms_per_run, _ = _timed_runs(function, self.flush, self.policy.flush, count,
+                                                         round(hold_ms * self.spin_cycles_per_ms))
+        return times
 
 
 def _timed_runs(function: Callable[[], object], flush: torch.Tensor | None, mode: str, count: int,
                 hold_cycles: int) -> tuple[list[float], float, bool]:
-    """Times of `count` runs; the host's ms to queue one run; whether the spin ended before all were queued."""
+    """Times of `count` runs; the host's ms to queue one run; whether, behind a spin, the GPU ran out of queued work:
+    a run's start event had already been reached when the host had launched the run, so that the GPU may have waited
+    for the launch inside the timed region."""
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
-    held = torch.cuda.Event()
+    drained = False
     if hold_cycles > 0:
         torch.cuda._sleep(hold_cycles)
-        held.record()
     queued = time.perf_counter()
     for start, end in zip(starts, ends):
         evict(flush, mode)
         start.record()
         function()
         end.record()
+        drained = drained or (hold_cycles > 0 and start.query())
     host_ms = 1e3 * (time.perf_counter() - queued) / count
-    drained = hold_cycles > 0 and held.query()
     torch.cuda.synchronize()
     return [start.elapsed_time(end) for start, end in zip(starts, ends)], host_ms, drained
 
