@@ -1,7 +1,9 @@
 """Issue 5's re-recording so far: the prediction shapes timed again with today's kernel and the read flush (batch
 journals of benchmarks/rerecord_batches.py), against the recorded prediction dataset and the deployed predictor.
 
-CPU: .venv/bin/python benchmarks/rerecord_progress.py --journals J.jsonl.gz [...] --out F.md
+CPU: .venv/bin/python benchmarks/rerecord_progress.py --journals J.jsonl.gz [...] --out F.md [--datasets-out DIR]
+  --datasets-out writes the finished shapes as a dataset and the recording's rows at them as another, for
+  benchmarks/config_prediction_cv.py --dataset on each.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pandas as pd
 from tunebench.collect import build_dataset, read_records, whole_shapes
 from tunebench.files import write_text_atomically
 from tunebench.kernels import get_kernel
-from tunebench.measure.dataset import Dataset, load_dataset
+from tunebench.measure.dataset import Dataset, load_dataset, save_dataset
 from tunebench.measure.result import Status
 from tunebench.measure.timing import recorded_flush
 from tunebench.predict.evaluation import FAMILIES, family, percent_summary
@@ -56,6 +58,17 @@ def journal_dataset(records: list[dict], configs: list[dict]) -> Dataset:
                          "a re-recording is one GPU model, read flush")
     space = get_kernel("matmul").config_space()
     return build_dataset("matmul", "bfloat16", whole_shapes(records, configs, space.key))
+
+
+def save_side_by_side(new: Dataset, recorded: Dataset, folder: Path) -> list[Path]:
+    """The re-recorded shapes as rerecorded_<gpu>.parquet and the recording's rows at them as
+    recorded_same_shapes_<gpu>.parquet in `folder` (<gpu>: "h100" of "NVIDIA H100 80GB HBM3"): the pair that
+    config_prediction_cv.py cross-validates side by side."""
+    tag = new.gpu.split()[1].lower() if len(new.gpu.split()) > 1 else new.gpu.lower()
+    paths = [folder / f"rerecorded_{tag}.parquet", folder / f"recorded_same_shapes_{tag}.parquet"]
+    save_dataset(new, paths[0])
+    save_dataset(recorded.with_shapes(new.shapes()), paths[1])
+    return paths
 
 
 def screen_headroom(records: list[dict], shapes: pd.MultiIndex) -> pd.Series:
@@ -106,6 +119,8 @@ def main() -> int:
     parser.add_argument("--recorded", type=Path, default=RECORDED)
     parser.add_argument("--predictor", type=Path, default=PREDICTOR)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--datasets-out", type=Path, default=None,
+                        help="a folder for rerecorded_<gpu>.parquet and recorded_same_shapes_<gpu>.parquet")
     args = parser.parse_args()
     configs = json.loads(CONFIGS.read_text())
     records = [record for path in args.journals for record in read_records(path)]
@@ -118,6 +133,9 @@ def main() -> int:
     if recorded.gpu != new.gpu:
         raise SystemExit(f"{args.recorded} was recorded on {recorded.gpu!r}, the journals on {new.gpu!r}")
     old = recorded.measurements.merge(shapes.to_frame(index=False), on=SHAPE)
+    if args.datasets_out is not None:
+        for path in save_side_by_side(new, recorded, args.datasets_out):
+            print(f"wrote {path}", flush=True)
     both = two_sittings(old, new.measurements, keys).loc[shapes]
     from tunebench.predict import load_predictor
 

@@ -42,6 +42,21 @@ def test_a_resumed_journals_sittings_count_once_and_only_finished_shapes_are_kep
     assert list(map(tuple, rerecord_progress.journal_dataset(unfinished, configs).shapes())) == [SHAPES[0]]
 
 
+def test_the_side_by_side_datasets_hold_the_same_shapes(journal, tmp_path):
+    from tunebench.measure.dataset import load_dataset
+
+    configs = configs_of(journal)
+    finished = [r for r in journal if not (r["kind"] == "config" and tuple(r["shape"]) == SHAPES[1])]
+    new = rerecord_progress.journal_dataset(finished, configs)
+    recorded = rerecord_progress.journal_dataset(journal, configs)
+    paths = rerecord_progress.save_side_by_side(new, recorded, tmp_path)
+    assert [path.name for path in paths] == [f"rerecorded_{new.gpu.lower()}.parquet",
+                                             f"recorded_same_shapes_{new.gpu.lower()}.parquet"]
+    again, old = (load_dataset(path, kernel="matmul") for path in paths)
+    assert list(map(tuple, again.shapes())) == list(map(tuple, old.shapes())) == [SHAPES[0]]
+    assert len(old.measurements) == len(configs) < len(recorded.measurements)
+
+
 def test_a_zeroing_sitting_or_a_second_gpu_model_is_refused(journal):
     zeroing = [dict(r, provenance=dict(r["provenance"], timing={"flush": "zero"}, date="later"))
                if r["kind"] == "provenance" else r for r in journal]
