@@ -2,8 +2,9 @@
 a screen (3 runs) of every config of the prediction set and a full timing of every 10th, on shapes of one binary set;
 and what the timing worker's set-up of a shape costs, step by step.
 
-GPU: python benchmarks/timer_overhead.py --baseline-timing <an earlier lib/tunebench/measure/timing.py>
-         --baseline-revision <its commit> --out results/timer_overhead_<gpu>.md
+Here: git show REV:lib/tunebench/measure/timing.py > .devrun/baseline_timing.py (an ignored folder; carry it)
+GPU: python benchmarks/timer_overhead.py --baseline-timing .devrun/baseline_timing.py --baseline-revision REV
+         --out results/timer_overhead_<gpu>.md
 """
 
 from __future__ import annotations
