@@ -89,6 +89,10 @@ def test_saved_files_are_zstd_compressed(saved):
     assert {metadata.row_group(0).column(i).compression for i in range(metadata.num_columns)} == {"ZSTD"}
 
 
+def test_a_saved_dataset_is_readable_by_all_not_private_as_mkstemp_leaves_it(saved):
+    assert saved.stat().st_mode & 0o777 == 0o644
+
+
 def test_vendor_rows_without_optional_columns_round_trip(tmp_path):
     vendor = pd.DataFrame([{"M": 32, "N": 256, "library": "cuBLAS", "latency_ms": 2.0, "repeats_ms": [2.0]}])
     save_dataset(make_dataset(vendor=vendor), tmp_path / "v.parquet")

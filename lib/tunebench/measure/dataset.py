@@ -465,6 +465,7 @@ def save_dataset(dataset: Dataset, path: str | os.PathLike[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(handle)
+    os.chmod(temp_name, 0o644)  # mkstemp makes it private; a saved dataset is meant to be shared
     try:
         pq.write_table(table, temp_name, **PARQUET_OPTIONS)
         handle = os.open(temp_name, os.O_RDONLY)
