@@ -34,8 +34,9 @@ class TimingPolicy:
     finishes the one before (nvbench's blocking kernel does the same). The spin lasts hold_base_ms + count x (the
     host's time to queue one run, as the timer's previous round measured it, x hold_margin, less the GPU time of
     one run, which the queue gains back; at least hold_per_run_ms). When the GPU runs out of queued work before the
-    host has queued everything (a run's start event has been reached by the time the host has launched the run), the
-    round is timed once more behind a spin sized by the host's pace in that round, times `hold_retry_factor`.
+    host has queued everything (a run's start event reached by the time the host has launched the run and recorded
+    its end), the round is timed once more behind a spin sized by the host's pace in that round, times
+    `hold_retry_factor`.
     hold_base_ms = 0 turns the hold off.
     """
 
@@ -126,8 +127,8 @@ class Timer:
 def _timed_runs(function: Callable[[], object], flush: torch.Tensor | None, mode: str, count: int,
                 hold_cycles: int) -> tuple[list[float], float, bool]:
     """Times of `count` runs; the host's ms to queue one run; whether, behind a spin, the GPU ran out of queued work:
-    a run's start event had already been reached when the host had launched the run, so that the GPU may have waited
-    for the launch inside the timed region."""
+    a run's start event had already been reached when the host had launched the run and recorded its end, so that
+    the GPU may have waited for the host inside the timed region."""
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
     drained = False
