@@ -88,7 +88,7 @@ def setup_costs(shapes: list[tuple[int, int, int]], timer: Timer) -> list[dict]:
     kernel = get_kernel("matmul")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_num_threads(1)
-    rows, inputs = [], None
+    rows = []
     for shape in shapes:
         steps = {}
 
