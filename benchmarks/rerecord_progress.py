@@ -60,6 +60,36 @@ def journal_dataset(records: list[dict], configs: list[dict]) -> Dataset:
     return build_dataset("matmul", "bfloat16", whole_shapes(records, configs, space.key))
 
 
+def sitting_timing(records: list[dict]) -> pd.DataFrame:
+    """Per sitting (by its provenance date): the timing worker's median seconds a screened config and a config timed
+    in full (`bench_s`), and how often a run lay over 1.2x its config's median, in the screens and in the full
+    timings' runs: the timer's cost and steadiness, sitting by sitting."""
+    rows: dict[str, dict] = {}
+    sitting = None
+    for record in records:
+        if record["kind"] == "provenance":
+            sitting = record["provenance"]["date"]
+        if record["kind"] != "config" or record["status"] != Status.OK.value:
+            continue
+        row = rows.setdefault(sitting, {"screen_s": [], "screen_slow": 0, "full_s": [], "runs": 0, "slow_runs": 0})
+        repeats = np.asarray(record["repeats_ms"])
+        slow = repeats > 1.2 * np.median(repeats)
+        if record.get("screened"):
+            row["screen_s"].append(record["bench_s"])
+            row["screen_slow"] += bool(slow.any())
+        else:
+            row["full_s"].append(record["bench_s"])
+            row["runs"] += len(repeats)
+            row["slow_runs"] += int(slow.sum())
+    return pd.DataFrame([{
+        "sitting began": date, "screens": len(row["screen_s"]),
+        "ms a screen (median)": f"{1e3 * np.median(row['screen_s']):.2f}" if row["screen_s"] else "-",
+        "screens with a run > 1.2x their median": f"{row['screen_slow'] / max(1, len(row['screen_s'])):.3%}",
+        "full timings": len(row["full_s"]),
+        "ms a full timing (median)": f"{1e3 * np.median(row['full_s']):.2f}" if row["full_s"] else "-",
+        "full runs > 1.2x their median": f"{row['slow_runs'] / max(1, row['runs']):.3%}"} for date, row in rows.items()])
+
+
 def save_side_by_side(new: Dataset, recorded: Dataset, folder: Path) -> list[Path]:
     """The re-recorded shapes as rerecorded_<gpu>.parquet and the recording's rows at them as
     recorded_same_shapes_<gpu>.parquet in `folder` (<gpu>: "h100" of "NVIDIA H100 80GB HBM3"): the pair that
@@ -169,6 +199,11 @@ screened at a median {headroom.median():.3f}x and at most {headroom.max():.3f}x 
 {', '.join(f'`{os.path.relpath(path, REPO)}`' for path in args.journals)}, whose sittings were:
 
 {markdown_table(sittings)}
+
+The timing worker's seconds a config (`bench_s`: the check, the timed runs and their flushes) and the runs that lay
+over 1.2x their config's median, per sitting (stop 101's timer from 2026-12-07T07:36, the one before it earlier):
+
+{markdown_table(sitting_timing(records))}
 
 The recording: `{os.path.relpath(args.recorded, REPO)}` (flush {recorded_flush(recorded.provenance.get('timing'))}),
 its rows at the same shapes. The predictor: `{os.path.relpath(args.predictor, REPO)}`, trained on the recording

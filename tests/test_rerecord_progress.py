@@ -57,6 +57,18 @@ def test_the_side_by_side_datasets_hold_the_same_shapes(journal, tmp_path):
     assert len(old.measurements) == len(configs) < len(recorded.measurements)
 
 
+def test_the_sitting_timing_counts_slow_runs_per_sitting(journal):
+    records = [dict(r) for r in journal]
+    config = next(i for i, r in enumerate(records) if r["kind"] == "config")
+    records[config] = {**records[config], "repeats_ms": [1.0, 1.0, 1.3], "bench_s": 0.004, "screened": True}
+    table = rerecord_progress.sitting_timing(records)
+    assert len(table) == 1 and table["screens"][0] == 1
+    assert table["screens with a run > 1.2x their median"][0] == "100.000%"
+    assert table["ms a screen (median)"][0] == "4.00"
+    full = [r for r in records if r["kind"] == "config" and not r.get("screened") and r["status"] == "ok"]
+    assert table["full timings"][0] == len(full) > 0
+
+
 def test_a_zeroing_sitting_or_a_second_gpu_model_is_refused(journal):
     zeroing = [dict(r, provenance=dict(r["provenance"], timing={"flush": "zero"}, date="later"))
                if r["kind"] == "provenance" else r for r in journal]

@@ -36,8 +36,7 @@ class TimingPolicy:
     one run, which the queue gains back; at least hold_per_run_ms). When the GPU runs out of queued work before the
     host has queued everything (a run's start event reached by the time the host has launched the run and recorded
     its end), the round is timed once more behind a spin sized by the host's pace in that round, times
-    `hold_retry_factor`.
-    hold_base_ms = 0 turns the hold off.
+    `hold_retry_factor`. hold_base_ms = 0 turns the hold off.
     """
 
     warmup_runs: int = 1
