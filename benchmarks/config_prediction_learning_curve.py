@@ -10,6 +10,7 @@ the hinted and odd ones (N or K off multiples of 16) are drawn; the held-out sco
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -116,8 +117,7 @@ def main() -> None:
                    **{f"{name} ({int((classes == name).sum())})": percent_summary(values[classes == name])
                       for name in CLASSES}}
         rows.append(row)
-    command = "`.venv/bin/python benchmarks/config_prediction_learning_curve.py" + (
-        " --vary unaligned`" if args.vary == "unaligned" else "`")
+    command = f"`.venv/bin/python {' '.join(sys.argv)}`"
     how = ("a seeded draw (numpy default_rng([{SEED}, fold, n])) of n of the fold's training shapes, or on all of them"
            if args.vary == "all" else
            "every aligned training shape of the fold and a seeded draw (numpy default_rng([{SEED}, fold, n])) of n of "
