@@ -1,5 +1,5 @@
-"""Two cross-validation runs of the same shapes side by side (config_prediction_cv.py's per-shape tables): `best_config`'s
-paired difference per alignment class with its bootstrap interval, and each run's mean weighted to another class mix.
+"""Two cross-validation runs of the same shapes side by side (config_prediction_cv.py's per-shape tables):
+`best_config`'s paired difference per alignment class with its bootstrap interval, and each run's class-weighted mean.
 
 CPU, seconds: .venv/bin/python benchmarks/cv_side_by_side.py --first A_per_shape.csv --second B_per_shape.csv
   [--weights-from results/config_prediction/cv_per_shape.csv] --out F.md
@@ -50,15 +50,20 @@ def main() -> int:
     second = second.loc[first.index]
     difference = second[COLUMN] - first[COLUMN]
     rows = []
-    for name, mask in [("all", slice(None)), *[(c, first["alignment"] == c) for c in sorted(first["alignment"].unique())]]:
+    classes = sorted(first["alignment"].unique())
+    for name, mask in [("all", slice(None)), *[(c, first["alignment"] == c) for c in classes]]:
         part = difference[mask]
         rows.append({"shapes": f"{name} ({len(part)})", "first": percent_summary(first.loc[mask, COLUMN]),
                      "second": percent_summary(second.loc[mask, COLUMN]),
                      "second - first, points (mean, 95 % interval)": paired_difference(part),
                      "better / worse": f"{int((part > CHANGED).sum())} / {int((part < -CHANGED).sum())}"})
     counts = read_per_shape(args.weights_from)["alignment"].value_counts()
+    if not set(counts.index) <= set(classes):
+        raise SystemExit(f"{args.weights_from} weights classes {sorted(set(counts.index) - set(classes))} that "
+                         f"{args.first} does not hold (it holds {classes})")
     weighted = {label: 100 * sum(table.groupby("alignment")[COLUMN].mean()[c] * n for c, n in counts.items())
                 / counts.sum() for label, table in (("first", first), ("second", second))}
+    class_counts = ", ".join(f"{c} {n}" for c, n in counts.items())
     text = f"""# Two cross-validations side by side
 
 Command: `.venv/bin/python {' '.join(sys.argv)}`.
@@ -69,8 +74,8 @@ The interval is a percentile bootstrap over shapes (seeded); a shape is better o
 
 {markdown_table(pd.DataFrame(rows))}
 
-Each run's class means weighted by the class counts of `{os.path.relpath(args.weights_from, REPO)}` ({', '.join(f'{c} {n}' for c, n in
-counts.items())}): first {weighted['first']:.2f} %, second {weighted['second']:.2f} %.
+Each run's class means weighted by the class counts of `{os.path.relpath(args.weights_from, REPO)}` ({class_counts}):
+first {weighted['first']:.2f} %, second {weighted['second']:.2f} %.
 """
     write_text_atomically(args.out, text)
     print(text)

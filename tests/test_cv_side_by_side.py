@@ -40,3 +40,13 @@ def test_it_refuses_runs_of_different_shapes(tmp_path, monkeypatch):
                                       "--out", str(tmp_path / "out.md")])
     with pytest.raises(SystemExit, match="different shapes"):
         cv_side_by_side.main()
+
+
+def test_it_refuses_weights_of_a_class_the_runs_lack(tmp_path, monkeypatch):
+    first = per_shape(tmp_path / "a.csv", [0.9, 1.0], ("aligned", "aligned"))
+    second = per_shape(tmp_path / "b.csv", [1.0, 1.0], ("aligned", "aligned"))
+    weights = per_shape(tmp_path / "w.csv", [1.0, 1.0], ("aligned", "odd"))
+    monkeypatch.setattr(sys, "argv", ["cv_side_by_side.py", "--first", str(first), "--second", str(second),
+                                      "--weights-from", str(weights), "--out", str(tmp_path / "out.md")])
+    with pytest.raises(SystemExit, match=r"weights classes \['odd'\]"):
+        cv_side_by_side.main()
