@@ -81,6 +81,30 @@ def test_the_deployed_fit_chooses_among_the_objectives_given_and_records_the_met
     assert metrics["mean"] == 0.5 and "objective (relative)" in metrics["protocol"]
 
 
+def test_the_fit_only_script_saves_a_predictor_carrying_the_cross_validations_metrics(dataset, tmp_path,  # noqa: F811
+                                                                                       monkeypatch):
+    """`fit_deployed_predictor.py` on a saved dataset and a per-shape CSV of its shapes: the predictor reloads with
+    the CSV's full-ranking summary in its header, and the report says so; a CSV of other shapes is refused."""
+    import fit_deployed_predictor  # noqa: E402  (a sibling script)
+    from tunebench.measure.dataset import save_dataset
+    path, csv = tmp_path / "data.parquet", tmp_path / "cv_per_shape.csv"
+    save_dataset(dataset, path)
+    shapes = dataset.measurements[["M", "N", "K"]].drop_duplicates()
+    efficiency = np.linspace(0.9, 1.0, len(shapes))
+    shapes.assign(selected_efficiency=efficiency).to_csv(csv, index=False)
+    out, report = tmp_path / "deployed.predictor", tmp_path / "deployed.md"
+    monkeypatch.setattr(sys, "argv", ["fit_deployed_predictor.py", "--dataset", str(path), "--cv-per-shape", str(csv),
+                                      "--threads", "1", "--out", str(out), "--report", str(report)])
+    assert fit_deployed_predictor.main() == 0
+    metrics = load_predictor(out, kernel="matmul", gpu="Test GPU").header["metrics"]
+    assert metrics["mean"] == pytest.approx(efficiency.mean()) and metrics["min"] == pytest.approx(0.9)
+    assert metrics["top1_hit_rate"] == pytest.approx(1 / len(shapes))
+    assert f"mean {100 * efficiency.mean():.2f} %, P10" in report.read_text()
+    shapes.iloc[1:].assign(selected_efficiency=1.0).to_csv(csv, index=False)
+    with pytest.raises(SystemExit, match="scores 9 shapes, the dataset has 10; 1 of the dataset's are not in it"):
+        fit_deployed_predictor.main()
+
+
 def test_pooled_re_timings_are_every_sittings_shapes_together(tmp_path):
     """`config_prediction_retime.py pool` over two recorded checks: the pooled mean is that of both sittings' shapes
     judged one by one; a sitting with an untimed frozen shape is refused."""
