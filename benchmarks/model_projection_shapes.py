@@ -62,10 +62,10 @@ def projection_nk(model: str, projection: str, tensor_parallel: int) -> tuple[in
     return (n // tensor_parallel, k) if sharded == "n" else (n, k // tensor_parallel)
 
 
-def draw(taken: set[tuple[int, int, int]], count: int = COUNT) -> list[tuple[int, int, int]]:
-    """`count` new shapes of at most MAX_FLOP with random.Random(SEED): a model, projection and tensor-parallel degree
+def draw(taken: set[tuple[int, int, int]], count: int = COUNT, seed: int = SEED) -> list[tuple[int, int, int]]:
+    """`count` new shapes of at most MAX_FLOP with random.Random(seed): a model, projection and tensor-parallel degree
     drawn uniformly, M (tokens) = round(2 ** uniform(0, 13)). A larger count continues the same stream."""
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     shapes: list[tuple[int, int, int]] = []
     while len(shapes) < count:
         model, projection = rng.choice(sorted(MODELS)), rng.choice(PROJECTIONS)

@@ -1,6 +1,7 @@
 """A held-out check decided before it is measured: the deployed predictor's picks for the real-model projection shapes
-(`model_projection_shapes.py`), or with `--draw unaligned` for the unaligned ones (`unaligned_check_shapes.py`), are
-frozen in a file first, and scored once the GPU has measured every candidate.
+(`model_projection_shapes.py`), or with `--draw unaligned` for the unaligned ones (`unaligned_check_shapes.py`), or
+with `--draw fresh` for both kinds after the whole re-recording (`fresh_check_shapes.py`), are frozen in a file first,
+and scored once the GPU has measured every candidate.
 
 Freeze (CPU, seconds): `.venv/bin/python benchmarks/preregistered_picks.py freeze --picks P`, which writes the picks
 for the drawn shapes not yet measured to P (never over an existing file) and its .provenance.json (the predictor's
@@ -22,12 +23,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import fresh_check_shapes
 import model_projection_shapes
 import unaligned_check_shapes
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
 from tunebench.measure.dataset import Dataset, load_dataset
 from tunebench.predict import load_predictor
+from tunebench.predict.evaluation import alignment
 from tunebench.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +45,9 @@ TOP_K = 10  # the list "top 10 timed" keeps its fastest of
 DRAWS = {"model_projection": (model_projection_shapes, model_projection_shapes.narrow_hinted_draw_end,
                               "real-model projection shapes"),
          "unaligned": (unaligned_check_shapes, unaligned_check_shapes.model_projection_draw_end,
-                       "shapes with N or K off multiples of 16")}
+                       "shapes with N or K off multiples of 16"),
+         "fresh": (fresh_check_shapes, fresh_check_shapes.unaligned_draw_end,
+                   "real-model layers and shapes with N or K off multiples of 16, alternating")}
 
 
 def config_text(config: dict[str, int]) -> str:
@@ -85,7 +90,8 @@ def score(picks_path: Path, dataset: Dataset, dataset_name: str, out: Path, per_
     """Efficiency of the frozen picks against the measured best of every shape `dataset` (the file `dataset_name`) now
     has; the picks and their replay efficiencies also go to `per_shape_out` in the columns of config_prediction.py's
     per_shape.csv that the re-timing reads (`predicted_config` is the full ranking's first, `dispatcher_config` the
-    frozen `best_config`)."""
+    frozen `best_config`), with the shape's alignment class and the frozen `best_config`'s efficiency for
+    `cv_side_by_side.py`."""
     picks = pd.read_csv(picks_path)
     provenance = json.loads(picks_path.with_suffix(".provenance.json").read_text())
     measured = set(dataset.shapes())
@@ -108,7 +114,9 @@ def score(picks_path: Path, dataset: Dataset, dataset_name: str, out: Path, per_
         retime_rows.append({"M": pick.M, "N": pick.N, "K": pick.K, "predicted_config": top_configs[0],
                             "dispatcher_config": pick.best_config,
                             "best_config": min(latency, key=latency.get), "top10_configs": pick.top10_configs,
-                            "selected_efficiency": best / top[0], "selected_top10_timed_efficiency": best / min(top)})
+                            "selected_efficiency": best / top[0], "selected_top10_timed_efficiency": best / min(top),
+                            "alignment": alignment(pick.N, pick.K),
+                            "dispatcher_efficiency": best / latency[pick.best_config]})
     if not rows:
         raise SystemExit(f"none of the {len(picks)} frozen shapes is measured in {dataset_name}")
     frame = pd.DataFrame(rows)

@@ -71,7 +71,8 @@ def on_gpus(gpus: list[int], todo: list[Path], out_dir: Path, stop_after_s: floa
             log = open(out_dir / f"gpu{gpu}.log", "w")
             children[gpu] = (subprocess.Popen(
                 [sys.executable, __file__, "--out-dir", str(out_dir), "--stop-after-s", f"{stop_after_s:.0f}",
-                 "--batches", ",".join(batch.stem for batch in part), "--compile-workers", str(workers)],
+                 "--batch-dir", str(part[0].parent), "--batches", ",".join(batch.stem for batch in part),
+                 "--compile-workers", str(workers)],
                 env={**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}, stdout=log, stderr=subprocess.STDOUT), log)
     shown = time.monotonic()
     while any(child.poll() is None for child, _ in children.values()):
@@ -92,6 +93,8 @@ def main() -> int:
     parser.add_argument("--stop-after-s", type=float, required=True)
     parser.add_argument("--gpus", default=None, help="device indices, e.g. 0,1,2,3: one sitting per GPU, each on "
                         "its own batches (default: the one GPU CUDA_VISIBLE_DEVICES shows first)")
+    parser.add_argument("--batch-dir", type=Path, default=BATCHES,
+                        help="the batch_NN.txt files and their journals (default: the re-recording's)")
     parser.add_argument("--batches", default=None, help="only these batches, e.g. batch_02,batch_05")
     parser.add_argument("--compile-workers", type=int, default=None, help="default: CPU cores - 1")
     args = parser.parse_args()
@@ -106,12 +109,13 @@ def main() -> int:
         parser.error(str(error))
     tag = gpu_tag(torch.cuda.get_device_name(gpus[0] if gpus else None))
     configs = json.loads(CONFIGS.read_text())
-    batches = sorted(BATCHES.glob("batch_*.txt"))
+    batch_dir = args.batch_dir.resolve()
+    batches = sorted(batch_dir.glob("batch_*.txt"))
     if args.batches:
         names = args.batches.split(",")
         unknown = sorted(set(names) - {batch.stem for batch in batches})
         if unknown:
-            parser.error(f"--batches {unknown} are not in {BATCHES}; it holds {[batch.stem for batch in batches]}")
+            parser.error(f"--batches {unknown} are not in {batch_dir}; it holds {[batch.stem for batch in batches]}")
         batches = [batch for batch in batches if batch.stem in names]
     todo = unfinished(batches, tag, configs)
     print(f"{len(todo)} batches left on {tag}: {', '.join(batch.stem for batch in todo)}", flush=True)

@@ -111,6 +111,25 @@ def test_the_unaligned_check_draw_has_n_or_k_off_multiples_of_16_and_is_new():
     assert not set(shapes) & (set(matmul.DATASET_SHAPES) | set(earlier))
 
 
+def test_the_fresh_check_alternates_real_model_layers_and_unaligned_shapes_none_measured_and_as_batched():
+    """`fresh_check_shapes.py`: a projection of a listed model, then a shape with N or K off multiples of 16; none in
+    the prediction or default shapes; its committed batch files are the draw in order."""
+    sys.path.insert(0, str(REPOSITORY / "benchmarks"))
+    import fresh_check_shapes as draw
+    import model_projection_shapes
+
+    shapes = draw.draw(set(matmul.PREDICTION_SHAPES[:draw.unaligned_draw_end()]) | set(matmul.DATASET_SHAPES))
+    assert len(set(shapes)) == len(shapes) == draw.COUNT
+    layers = {model_projection_shapes.projection_nk(model, projection, parallel)
+              for model in model_projection_shapes.MODELS for projection in model_projection_shapes.PROJECTIONS
+              for parallel in model_projection_shapes.TENSOR_PARALLEL}
+    assert all((n, k) in layers for _, n, k in shapes[0::2])
+    assert all(n % 16 or k % 16 for _, n, k in shapes[1::2])
+    assert not set(shapes) & (set(matmul.PREDICTION_SHAPES) | set(matmul.DATASET_SHAPES))
+    batches = sorted(draw.BATCH_DIR.glob("batch_*.txt"))
+    assert [tuple(map(int, line.split("x"))) for path in batches for line in path.read_text().split()] == shapes
+
+
 def test_the_h200_draw_is_balanced_and_new():
     """Each batch of 16 holds 7 hinted, 7 odd and 2 aligned H100 prediction shapes, none of the first 22."""
     sys.path.insert(0, str(REPOSITORY / "benchmarks"))
@@ -145,7 +164,7 @@ def test_frozen_picks_are_never_overwritten(tmp_path):
     assert picks.read_text() == "frozen\n"
 
 
-@pytest.mark.parametrize("draw", ["model_projection", "unaligned"])
+@pytest.mark.parametrize("draw", ["model_projection", "unaligned", "fresh"])
 def test_nothing_is_frozen_once_every_drawn_shape_is_measured(tmp_path, monkeypatch, draw):
     sys.path.insert(0, str(REPOSITORY / "benchmarks"))
     import preregistered_picks

@@ -1,0 +1,61 @@
+"""The draw of a held-out check after the whole re-recording: real-model layers (`model_projection_shapes.py`'s
+generator) and shapes with N or K off multiples of 16 (`unaligned_check_shapes.py`'s pattern), alternating, each with
+its own seed, none of them measured before; prints them in batches of BATCH (the order the sittings measure them in).
+
+Run: `.venv/bin/python benchmarks/fresh_check_shapes.py [--write-batches]` (well under a second); `--check` exits 1
+unless the shapes of `matmul.PREDICTION_SHAPES` after the unaligned draw are whole batches of this draw.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import model_projection_shapes
+import unaligned_check_shapes
+from hinted_shapes import draw_shapes, later_draw_main
+from odd_shapes import SIZES
+from tunebench.files import write_text_atomically
+from tunebench.kernels import matmul
+
+SEED = 2047  # the layers' stream; the unaligned shapes' is SEED + 1
+COUNT = 96  # the first check of the predictor fitted on the whole re-recording (1,897 shapes) beside the one before
+BATCH = 16
+BATCH_DIR = Path(__file__).resolve().parents[1] / "results" / "config_prediction" / "fresh"
+
+
+def draw(taken: set[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """COUNT shapes: a real-model layer, then an unaligned shape, and so on (each stream continues as COUNT grows)."""
+    layers = model_projection_shapes.draw(taken, COUNT // 2, seed=SEED)
+    unaligned = draw_shapes(SEED + 1, COUNT // 2, unaligned_check_shapes.PATTERN, SIZES, taken | set(layers))
+    return [shape for pair in zip(layers, unaligned) for shape in pair]
+
+
+def unaligned_draw_end() -> int:
+    """The index in matmul.PREDICTION_SHAPES just past the unaligned draw (this draw follows it)."""
+    return unaligned_check_shapes.model_projection_draw_end() + unaligned_check_shapes.COUNT
+
+
+def write_batches(directory: Path = BATCH_DIR) -> list[Path]:
+    """The draw's shapes not yet listed, as `directory`/batch_NN.txt (one MxNxK a line), for
+    `rerecord_sitting.py --batch-dir`."""
+    start = unaligned_draw_end()
+    drawn = draw(set(matmul.PREDICTION_SHAPES[:start]) | set(matmul.DATASET_SHAPES))
+    paths = []
+    for number, first in enumerate(range(0, len(drawn), BATCH), start=1):
+        path = directory / f"batch_{number:02d}.txt"
+        write_text_atomically(path, "".join(f"{m}x{n}x{k}\n" for m, n, k in drawn[first:first + BATCH]))
+        paths.append(path)
+    return paths
+
+
+def main() -> int:
+    if "--write-batches" in sys.argv[1:]:
+        for path in write_batches():
+            print(path)
+        return 0
+    return later_draw_main(__doc__.split("\n\n")[0], draw, unaligned_draw_end(), BATCH)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
