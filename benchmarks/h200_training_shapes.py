@@ -7,12 +7,13 @@ one per line, in the order the device sittings measure them; `--remaining` print
 in that order and batch size; `--check` exits 1 unless every shape of the dataset (its extensions included) is a
 drawn one, and says how much of each batch it holds; `--replay PREDICTOR` judges a predictor's `best_config` and its
 full ranking's top 10 on the measured shapes by their recorded sitting (seconds) and writes
-results/config_prediction/h200_training_replay.md.
+results/config_prediction/h200_training_replay.md (or `--replay-out`).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 from pathlib import Path
 
@@ -56,22 +57,27 @@ def replay(predictor: Predictor, dataset: Dataset) -> pd.DataFrame:
     for shape in dataset.shapes():
         speed = recorded_speed(dataset, shape)
         top = [config_text(config) for config in predictor.top_configs(shape, TOP_K)]
+        pick = predictor.best_config(shape)
         rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "alignment": alignment(shape[1], shape[2]),
-                     "family": family(shape[0]), "best_config": speed[config_text(predictor.best_config(shape))],
+                     "family": family(shape[0]), "split_k": pick["SPLIT_K"], "best_config": speed[config_text(pick)],
                      f"top {TOP_K} timed": speed[top].max()})
     return pd.DataFrame(rows)
 
 
 def replay_report(table: pd.DataFrame, command: str, predictor_path: Path) -> str:
-    """The replay's mean / P10 / min, over all shapes, per alignment class and per M family."""
+    """The replay's mean / P10 / min, over all shapes, per alignment class, per M family and per SPLIT_K of the
+    pick; the predictor file's sha256 beside its name."""
     groups = [("all", table), *((name, table[table["alignment"] == name]) for name in ALIGNMENTS),
-              *((name, table[table["family"] == name]) for name, _, _ in FAMILIES)]
+              *((name, table[table["family"] == name]) for name, _, _ in FAMILIES),
+              *((f"picks of SPLIT_K {value}", table[table["split_k"] == value])
+                for value in sorted(table["split_k"].unique()))]
     summary = pd.DataFrame([{"shapes": name, "count": len(part), "`best_config`": mean_p10_min(part["best_config"]),
                              f"top {TOP_K} timed": mean_p10_min(part[f"top {TOP_K} timed"])}
                             for name, part in groups if len(part)])
     return "\n\n".join([
         "# A predictor on the H200 training shapes, replayed",
-        f"Command: `{command}`. Predictor: `{os.path.relpath(predictor_path, REPO)}`; data: `{DATASET.name}` "
+        f"Command: `{command}`. Predictor: `{os.path.relpath(predictor_path, REPO)}` (sha256 "
+        f"{hashlib.sha256(predictor_path.read_bytes()).hexdigest()[:8]}); data: `{DATASET.name}` "
         f"({len(table)} shapes, new on both GPUs), each pick judged by that shape's recorded H200 sitting. Mean / P10 "
         "/ min efficiency:",
         markdown_table(summary)]) + "\n"
@@ -82,11 +88,14 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help=f"check the shapes of {DATASET.name}")
     parser.add_argument("--remaining", action="store_true", help=f"list only the shapes {DATASET.name} lacks")
     parser.add_argument("--replay", type=Path, default=None, help="a predictor file to judge on the measured shapes")
+    parser.add_argument("--replay-out", type=Path, default=REPLAY, help="where --replay writes its report")
     args = parser.parse_args()
     if args.replay is not None:
         table = replay(load_predictor(args.replay), load_dataset(DATASET, kernel="matmul"))
         command = f".venv/bin/python benchmarks/h200_training_shapes.py --replay {os.path.relpath(args.replay, REPO)}"
-        write_text_atomically(REPLAY, text := replay_report(table, command, args.replay))
+        if args.replay_out != REPLAY:
+            command += f" --replay-out {os.path.relpath(args.replay_out, REPO)}"
+        write_text_atomically(args.replay_out, text := replay_report(table, command, args.replay))
         print(text)
         return 0
     drawn = draw()

@@ -430,9 +430,12 @@ def test_the_h200_training_replay_judges_pick_and_top_10_by_the_recorded_latenci
         measured = dataset.measurements.set_index(["M", "N", "K"]).loc[shape].set_index(names)["latency_ms"]
         pick = predictor.best_config(shape)
         assert row.best_config == measured.min() / measured.loc[tuple(pick[name] for name in names)]
+        assert row.split_k == pick["SPLIT_K"]
     assert (table["top 10 timed"] >= table["best_config"]).all() and (table["top 10 timed"] <= 1).all()
     report = h200_training_shapes.replay_report(table, "the command", h200_training_shapes.DATASET)
     assert f"| all | {len(table)} |" in report and "the command" in report
+    for value, count in table["split_k"].value_counts().items():
+        assert f"| picks of SPLIT_K {value} | {count} |" in report
 
 
 def test_the_warm_start_tail_keeps_the_runs_the_seeds_did_not_finish_and_counts_never_as_infinite():
