@@ -1,6 +1,7 @@
 """The draw of a held-out check after the whole re-recording: real-model layers (`model_projection_shapes.py`'s
 generator) and shapes with N or K off multiples of 16 (`unaligned_check_shapes.py`'s pattern), alternating, each with
-its own seed, none of them measured before; prints them in batches of BATCH (the order the sittings measure them in).
+its own seed, none of them measured before; prints them in batches of BATCH; `--write-batches` writes them grouped by
+compiled binary, the order the sittings measure them in.
 
 Run: `.venv/bin/python benchmarks/fresh_check_shapes.py [--write-batches]` (well under a second); `--check` exits 1
 unless the shapes of `matmul.PREDICTION_SHAPES` after the unaligned draw are whole batches of this draw.
@@ -36,15 +37,25 @@ def unaligned_draw_end() -> int:
     return unaligned_check_shapes.model_projection_draw_end() + unaligned_check_shapes.COUNT
 
 
+def sitting_order(shapes: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """The shapes grouped by compiled binary (`matmul.specialization`), the binary most shapes share first, in draw
+    order within each: a fresh machine compiles all 600 candidates once per binary it meets (about 26 s each), so a
+    sitting cut short has measured whole groups, not one shape of every binary."""
+    binaries = [matmul.specialization(shape) for shape in shapes]
+    counts = {binary: binaries.count(binary) for binary in binaries}
+    order = sorted(range(len(shapes)), key=lambda i: (-counts[binaries[i]], binaries[i], i))
+    return [shapes[i] for i in order]
+
+
 def write_batches(directory: Path = BATCH_DIR) -> list[Path]:
-    """The draw's shapes not yet listed, as `directory`/batch_NN.txt (one MxNxK a line), for
+    """The draw's shapes in `sitting_order`, as `directory`/batch_NN.txt (one MxNxK a line), for
     `rerecord_sitting.py --batch-dir`."""
     start = unaligned_draw_end()
-    drawn = draw(set(matmul.PREDICTION_SHAPES[:start]) | set(matmul.DATASET_SHAPES))
+    ordered = sitting_order(draw(set(matmul.PREDICTION_SHAPES[:start]) | set(matmul.DATASET_SHAPES)))
     paths = []
-    for number, first in enumerate(range(0, len(drawn), BATCH), start=1):
+    for number, first in enumerate(range(0, len(ordered), BATCH), start=1):
         path = directory / f"batch_{number:02d}.txt"
-        write_text_atomically(path, "".join(f"{m}x{n}x{k}\n" for m, n, k in drawn[first:first + BATCH]))
+        write_text_atomically(path, "".join(f"{m}x{n}x{k}\n" for m, n, k in ordered[first:first + BATCH]))
         paths.append(path)
     return paths
 

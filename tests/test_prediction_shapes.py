@@ -113,7 +113,8 @@ def test_the_unaligned_check_draw_has_n_or_k_off_multiples_of_16_and_is_new():
 
 def test_the_fresh_check_alternates_real_model_layers_and_unaligned_shapes_none_measured_and_as_batched():
     """`fresh_check_shapes.py`: a projection of a listed model, then a shape with N or K off multiples of 16; none in
-    the prediction or default shapes; its committed batch files are the draw in order."""
+    the prediction or default shapes; its committed batch files are the draw grouped by compiled binary, the largest
+    group first."""
     sys.path.insert(0, str(REPOSITORY / "benchmarks"))
     import fresh_check_shapes as draw
     import model_projection_shapes
@@ -127,7 +128,11 @@ def test_the_fresh_check_alternates_real_model_layers_and_unaligned_shapes_none_
     assert all(n % 16 or k % 16 for _, n, k in shapes[1::2])
     assert not set(shapes) & (set(matmul.PREDICTION_SHAPES) | set(matmul.DATASET_SHAPES))
     batches = sorted(draw.BATCH_DIR.glob("batch_*.txt"))
-    assert [tuple(map(int, line.split("x"))) for path in batches for line in path.read_text().split()] == shapes
+    listed = [tuple(map(int, line.split("x"))) for path in batches for line in path.read_text().split()]
+    assert listed == draw.sitting_order(shapes) and sorted(listed) == sorted(shapes)
+    binaries = [matmul.specialization(shape) for shape in listed]
+    assert all(binaries.index(b) == first for first, b in enumerate(binaries) if b != binaries[first - 1])  # grouped
+    assert binaries[:48] == [binaries[0]] * 48  # the 48 layers share one binary: N and K multiples of 16
 
 
 def test_the_h200_draw_is_balanced_and_new():
