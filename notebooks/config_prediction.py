@@ -47,10 +47,10 @@ from tunebench.study import Budget, open_dataset, run_search
 set_style()
 
 # %% tags=["parameters"]
-dataset = "results/datasets/matmul_bfloat16_h100_prediction.parquet"  # the recorded dataset, relative to the repository root
+dataset = "results/datasets/matmul_bfloat16_h100_rerecorded.parquet"  # the recorded dataset (the re-recording: today's kernel, read flush), relative to the repository root
 compiled_resources = "results/datasets/matmul_bfloat16_sm90_compiled.csv"  # its candidates as compiled (tunebench.predict.compiled)
 results_dir = "results/config_prediction"  # what benchmarks/config_prediction.py wrote (its last full run)
-cv_per_shape = "results/config_prediction/cv_per_shape.csv"  # the current cross-validation, shape by shape
+cv_per_shape = "results/config_prediction/rerecord/cv1897_rerecorded_per_shape.csv"  # the current cross-validation (of the re-recording), shape by shape
 fold = 0  # the outer fold (of 5) fitted here for importances and traces
 fold_fraction = 0.4  # share of the fold's training and held-out shapes used there (seeded; below 1 is quicker, noisier)
 permutation_repeats = 2  # shuffles per feature for the permutation importance
