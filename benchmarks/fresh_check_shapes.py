@@ -4,11 +4,13 @@ its own seed, none of them measured before; prints them in batches of BATCH; `--
 compiled binary, the order the sittings measure them in.
 
 Run: `.venv/bin/python benchmarks/fresh_check_shapes.py [--write-batches]` (well under a second); `--check` exits 1
-unless the shapes of `matmul.PREDICTION_SHAPES` after the unaligned draw are whole batches of this draw.
+unless the shapes of `matmul.PREDICTION_SHAPES` after the unaligned draw are whole batches of this draw;
+`--save-measured h100 D.parquet` saves the shapes the sittings' journals finished as one dataset.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -16,8 +18,12 @@ import model_projection_shapes
 import unaligned_check_shapes
 from hinted_shapes import draw_shapes, later_draw_main
 from odd_shapes import SIZES
+from rerecord_progress import journal_dataset
+from rerecord_sitting import CONFIGS
+from tunebench.collect import read_records
 from tunebench.files import write_text_atomically
 from tunebench.kernels import matmul
+from tunebench.measure.dataset import save_dataset
 
 SEED = 2047  # the layers' stream; the unaligned shapes' is SEED + 1
 COUNT = 96  # the first check of the predictor fitted on the whole re-recording (1,897 shapes) beside the one before
@@ -60,7 +66,24 @@ def write_batches(directory: Path = BATCH_DIR) -> list[Path]:
     return paths
 
 
+def save_measured(tag: str, out: Path, directory: Path = BATCH_DIR, configs: list[dict] | None = None) -> int:
+    """The shapes the sittings on GPU model `tag` finished (every one of `configs`, by default the 600 candidates; the
+    vendor row; the screen's full pass), from `directory`'s journals, saved as one dataset at `out` for
+    `preregistered_picks.py score`; how many."""
+    configs = json.loads(CONFIGS.read_text()) if configs is None else configs
+    records = [record for journal in sorted(directory.glob(f"batch_*_{tag}.journal.jsonl.gz"))
+               for record in read_records(journal)]
+    if not records:
+        raise SystemExit(f"no batch_*_{tag}.journal.jsonl.gz in {directory}")
+    dataset = journal_dataset(records, configs)
+    save_dataset(dataset, out)
+    return len(dataset.shapes())
+
+
 def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--save-measured":
+        print(f"{save_measured(sys.argv[2], Path(sys.argv[3]))} shapes saved to {sys.argv[3]}")
+        return 0
     if "--write-batches" in sys.argv[1:]:
         for path in write_batches():
             print(path)

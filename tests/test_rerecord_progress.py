@@ -109,3 +109,20 @@ def test_the_best_of_several_picks_is_judged_by_the_fastest_that_ran():
     assert judged.tolist() == [0.5]
     failed = rerecord_progress.best_of_judged(rows, {(1, 64, 64): [{"BLOCK_M": 128, "SPLIT_K": 1}]})
     assert failed.tolist() == [0.0]
+
+
+def test_the_fresh_checks_measured_shapes_are_the_finished_ones_of_that_gpus_journals(journal, tmp_path):
+    """`fresh_check_shapes.save_measured`: the shapes one GPU model's batch journals finished, as one dataset."""
+    import fresh_check_shapes
+    from test_rerecord_sitting import write_journal
+    from tunebench.measure.dataset import load_dataset
+
+    configs = configs_of(journal)
+    unfinished = [r for r in journal if not (r["kind"] == "config" and tuple(r["shape"]) == SHAPES[1]
+                                             and r["config"] == configs[0])]
+    write_journal(tmp_path / "batch_01_h100.journal.jsonl.gz", unfinished)
+    out = tmp_path / "measured.parquet"
+    assert fresh_check_shapes.save_measured("h100", out, tmp_path, configs) == 1
+    assert list(map(tuple, load_dataset(out, kernel="matmul").shapes())) == [SHAPES[0]]
+    with pytest.raises(SystemExit, match="no batch_\\*_h200.journal.jsonl.gz in"):
+        fresh_check_shapes.save_measured("h200", out, tmp_path, configs)
