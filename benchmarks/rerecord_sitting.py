@@ -102,6 +102,10 @@ def main() -> int:
 
     start = time.monotonic()
     out_dir = args.out_dir.resolve()
+    batch_dir = args.batch_dir.resolve()
+    if not batch_dir.is_relative_to(REPO):
+        parser.error(f"--batch-dir {batch_dir} is outside the repository {REPO}: the collector's recorded command "
+                     "names its batch file relative to the repository")
     os.chdir(REPO)  # the collector's recorded command names the repository's files relative to it
     try:
         gpus = parse_gpus(args.gpus) if args.gpus else None
@@ -109,7 +113,6 @@ def main() -> int:
         parser.error(str(error))
     tag = gpu_tag(torch.cuda.get_device_name(gpus[0] if gpus else None))
     configs = json.loads(CONFIGS.read_text())
-    batch_dir = args.batch_dir.resolve()
     batches = sorted(batch_dir.glob("batch_*.txt"))
     if args.batches:
         names = args.batches.split(",")

@@ -84,3 +84,11 @@ def test_a_sitting_resumes_each_unfinished_batch_and_leaves_its_journal_gzipped(
     assert calls[0][calls[0].index("--flush") + 1] == "read" and "--screen-runs" in calls[0]
     for n in (1, 2):
         assert read_records(out_dir / f"batch_0{n}_h100.journal.jsonl.gz") == [{"kind": "vendor", "shape": [3, 32, 48]}]
+
+
+def test_a_batch_directory_outside_the_repository_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["rerecord_sitting.py", "--out-dir", str(tmp_path), "--stop-after-s", "60",
+                                      "--batch-dir", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        rerecord_sitting.main()
+    assert f"--batch-dir {tmp_path.resolve()} is outside the repository" in capsys.readouterr().err
